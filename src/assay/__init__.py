@@ -1,0 +1,30 @@
+"""assay: evaluate AI agents honestly.
+
+The public names are loaded on first use, so that ``assay --help`` and
+``import assay`` stay fast (pydantic and friends load only when needed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["AgentError", "Case", "Refused", "Suite", "expect", "__version__"]
+
+if TYPE_CHECKING:
+    from . import expect
+    from .model import Case, Suite
+    from .targets.python import AgentError, Refused
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in ("Suite", "Case"):
+        return getattr(importlib.import_module("assay.model"), name)
+    if name == "expect":
+        return importlib.import_module("assay.expect")
+    if name in ("AgentError", "Refused"):
+        return getattr(importlib.import_module("assay.targets.python"), name)
+    raise AttributeError(f"module 'assay' has no attribute {name!r}")

@@ -1,0 +1,43 @@
+"""Turn one trace into verdicts: run each assertion, then weigh its evidence."""
+
+from __future__ import annotations
+
+from ..model import STRONGEST, Assertion, Evidence, Trace, Verdict
+from .registry import Judgement, lookup
+
+
+def required_evidence(assertion: Assertion, fact: str) -> Evidence:
+    """The evidence a verdict needs: the assertion's ``min_evidence`` or the fact's strongest."""
+    return assertion.min_evidence or STRONGEST.get(fact, Evidence.OBSERVED)
+
+
+def grade_trace(assertions: list[Assertion], trace: Trace) -> list[Verdict]:
+    """One verdict per assertion, in order (SPEC §5: less evidence than needed is inconclusive)."""
+    return [verdict(assertion, trace) for assertion in assertions]
+
+
+def verdict(assertion: Assertion, trace: Trace) -> Verdict:
+    """The verdict of one assertion on one trace."""
+    check = lookup(assertion.check)
+    if check is None:  # the loader refuses these; a stored suite could still carry one
+        return Verdict(
+            assertion=assertion.label(), check=assertion.check, outcome="inconclusive",
+            evidence=Evidence.UNAVAILABLE, note=f"unknown check {assertion.check!r}",
+        )
+    have = trace.evidence_for(check.fact)
+    need = required_evidence(assertion, check.fact)
+    if not have.satisfies(need):
+        judgement = Judgement(
+            "inconclusive", f"{check.fact} evidence is {have.value}; this check needs {need.value}"
+        )
+    else:
+        try:
+            judgement = check.evaluate(assertion, trace)
+        except Exception as exc:  # a check must not crash the battery; say what happened
+            judgement = Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
+    return Verdict(
+        assertion=assertion.label(), check=check.name, family=check.family, evidence=have,
+        threshold=assertion.threshold if check.family == "quality" else None,
+        outcome=judgement.outcome, note=judgement.note,
+        provenance=judgement.provenance or f"check:{check.name}",
+    )

@@ -1,0 +1,76 @@
+"""The named assertions and what each needs (SPEC §3).
+
+Each check family registers its checks here. A check has a name (the key a
+suite writes), a family (binary ``output``/``structural`` or rate-based
+``quality``), the kind of fact it reads (for evidence, SPEC §5), a
+``prepare`` step that validates and normalises its argument when the suite
+is loaded, and an ``evaluate`` step that judges one trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import Assertion, Trace
+from ..model.result import Family, Outcome
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What a check may need when its argument is validated at load time."""
+
+    base_dir: Path
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a check decided of one trace, before evidence is weighed."""
+
+    outcome: Outcome
+    note: str = ""
+    provenance: str = ""
+
+
+Prepare = Callable[[Any, LoadContext], Any]
+Evaluate = Callable[[Assertion, Trace], Judgement]
+
+
+def _keep(arg: Any, ctx: LoadContext) -> Any:
+    return arg
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named assertion."""
+
+    name: str
+    family: Family
+    fact: str
+    evaluate: Evaluate
+    prepare: Prepare = field(default=_keep)
+    takes_path: bool = True
+    #: Runs user code or a subprocess: the engine grades such suites off the loop.
+    blocking: bool = False
+
+
+REGISTRY: dict[str, Check] = {}
+
+#: Named in SPEC §3 but not available in this version: refused at load time
+#: with a message that says so rather than "unknown".
+PLANNED: dict[str, str] = {}
+
+
+def register(check: Check) -> Check:
+    """Add ``check`` to the registry (a name is registered once)."""
+    if check.name in REGISTRY:
+        raise ValueError(f"check {check.name!r} registered twice")
+    REGISTRY[check.name] = check
+    return check
+
+
+def lookup(name: str) -> Check | None:
+    """The check called ``name``, or None."""
+    return REGISTRY.get(name)

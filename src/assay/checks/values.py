@@ -1,0 +1,108 @@
+"""Reading and comparing output values: JSONPath, JSON types, numeric equality."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from typing import Any
+
+import jsonpath
+
+_MISSING = object()
+
+
+@lru_cache(maxsize=1024)
+def compile_path(path: str) -> Any:
+    """Compile a JSONPath (RFC 9535); raises ``ValueError`` when it is malformed."""
+    try:
+        return jsonpath.compile(path)
+    except jsonpath.JSONPathError as exc:
+        first = str(exc).splitlines()[0]
+        raise ValueError(f"bad JSONPath {path!r}: {first}") from None
+
+
+def select(output: Any, path: str | None) -> tuple[bool, Any]:
+    """The value at ``path`` in ``output``: ``(found, value)``.
+
+    Without a path, the whole output. A string output that holds JSON is read
+    as JSON when a path is given. One match gives the value, several give the
+    list of them, none gives ``found=False``.
+    """
+    if path is None:
+        return True, output
+    data = output
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return False, None
+    matches = compile_path(path).findall(data)
+    if not matches:
+        return False, None
+    if len(matches) == 1:
+        return True, matches[0]
+    return True, list(matches)
+
+
+def as_text(value: Any) -> str:
+    """The text a string check reads: a string as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def is_number(value: Any) -> bool:
+    """A JSON number: int or float, but not bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality where numbers compare as numbers (1 == 1.0) and bools are not numbers."""
+    if is_number(a) and is_number(b):
+        return bool(a == b) or (
+            isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+        )
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+JSON_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def json_type_matches(value: Any, name: str) -> bool:
+    """Whether ``value`` is of the JSON type ``name`` (integer: no fractional part)."""
+    if name == "string":
+        return isinstance(value, str)
+    if name == "number":
+        return is_number(value)
+    if name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if name == "boolean":
+        return isinstance(value, bool)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    return value is None
+
+
+def type_name(value: Any) -> str:
+    """The JSON type name of a value, for notes."""
+    for name in ("null", "boolean", "integer", "number", "string", "array", "object"):
+        if json_type_matches(value, name):
+            return name
+    return type(value).__name__
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """A value shortened for a note."""
+    text = as_text(value) if not isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

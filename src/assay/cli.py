@@ -1,0 +1,251 @@
+"""The command line: parse, call the rooms, pick an exit code (SPEC §7).
+
+Heavy libraries are imported inside the commands so that ``assay --help``
+starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from . import __version__
+from .errors import AssayError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .model import Report
+    from .suites import LoadedSuite
+
+EXIT_PASSED, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
+
+
+def _fail(error: AssayError) -> None:
+    click.echo(f"assay: error: {error}", err=True)
+    sys.exit(error.exit_code)
+
+
+def _load(paths: tuple[Path, ...], hidden_dir: Path | None, suite_ids: tuple[str, ...]
+          ) -> list[LoadedSuite]:
+    from .errors import UsageError
+    from .suites import discover
+
+    roots = list(paths) or [Path("evals")]
+    loaded = discover(roots, hidden_dir)
+    if suite_ids:
+        wanted = set(suite_ids)
+        loaded = [item for item in loaded if item.suite.id in wanted]
+        missing = wanted - {item.suite.id for item in loaded}
+        if missing:
+            raise UsageError(f"no suite {', '.join(sorted(missing))} under "
+                             f"{', '.join(str(p) for p in roots)}")
+    if not loaded:
+        raise UsageError(f"no suites (*.suite.yaml, *_eval.py) under "
+                         f"{', '.join(str(p) for p in roots)}")
+    return loaded
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="assay")
+def main() -> None:
+    """assay: evaluate AI agents honestly.
+
+    Run suites of cases against an agent, several trials per case; grade what
+    the agent did; report public and hidden scores side by side.
+    """
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``assay run`` was asked to do."""
+
+    paths: tuple[Path, ...]
+    suite_ids: tuple[str, ...]
+    targets: tuple[str, ...]
+    trials: int | None
+    concurrency: int
+    timeout_s: float | None
+    seed: int | None
+    hidden_dir: Path | None
+    json_path: Path | None
+    junit_path: Path | None
+    markdown_path: Path | None
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--suite", "suite_ids", multiple=True, metavar="ID", help="Run only this suite.")
+@click.option("--target", "targets", multiple=True, metavar="URI",
+              help="The agent (SPEC §4); several give one run each, side by side.")
+@click.option("--trials", type=click.IntRange(min=1), help="Trials per case (overrides suites).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Trials running at once.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per trial (overrides suites).")
+@click.option("--seed", type=int, help="Seed for anything random (recorded in the report).")
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False),
+              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the JSON report.")
+@click.option("--junit", "junit_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write JUnit XML.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a Markdown summary.")
+def run(**kwargs: Any) -> None:
+    """Run suites against targets; exit 0 only if every run passed."""
+    options = RunOptions(**kwargs)
+    try:
+        code = _run(options)
+    except AssayError as error:
+        _fail(error)
+        return
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """Exit; if an agent thread hangs (a timed-out sync agent), do not wait for it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stuck = [t for t in threading.enumerate()
+             if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stuck:
+        os._exit(code)
+    sys.exit(code)
+
+
+def _run(options: RunOptions) -> int:
+    from rich.console import Console
+
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    out = Console(file=sys.stdout, highlight=False)
+    err = Console(file=sys.stderr, highlight=False)
+    loaded = _load(options.paths, options.hidden_dir, options.suite_ids)
+    plans = [(item, uri) for item in loaded for uri in _targets_for(item, options.targets)]
+    return _execute(plans, options, out, err)
+
+
+def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
+    from .errors import UsageError
+
+    if given:
+        return list(given)
+    if item.suite.target:
+        return [item.suite.target]
+    raise UsageError(f"{item.path}: suite {item.suite.id} names no target; give --target URI")
+
+
+def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
+             err: Console) -> int:
+    import asyncio
+
+    from .errors import HarnessFailure
+    from .grading import redact
+    from .reports import write_json, write_junit, write_markdown
+    from .reports.terminal import print_report, print_side_by_side
+
+    reports: list[Report] = []
+    harness_failed = False
+    interrupted = False
+    for item, uri in plans:
+        try:
+            full, interrupted = asyncio.run(_battery(item, uri, options, err))
+        except HarnessFailure as failure:
+            err.print(f"[bold magenta]harness failure[/] ({item.suite.id}): {failure}",
+                      markup=True, highlight=False)
+            harness_failed = True
+            continue
+        report = redact(full)
+        reports.append(report)
+        print_report(out, report)
+        out.print()
+        if interrupted:
+            err.print("[yellow]interrupted: the trials that finished are reported[/]")
+            break
+    if len(reports) > 1:
+        print_side_by_side(out, reports)
+    if reports:
+        if options.json_path:
+            write_json(reports, options.json_path)
+        if options.junit_path:
+            write_junit(reports, options.junit_path)
+        if options.markdown_path:
+            write_markdown(reports, options.markdown_path)
+    if harness_failed:
+        return EXIT_HARNESS
+    return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED
+
+
+async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Console
+                   ) -> tuple[Report, bool]:
+    import asyncio
+    import signal
+
+    from .engine import Battery, BatteryOptions
+    from .reports.progress import BatteryProgress
+    from .targets import TargetOptions, make_target
+
+    # Relative names resolve beside the suite file first, then in the working folder.
+    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency,
+                                   call=item.suite.call)
+    target = make_target(uri, target_options)
+    battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
+                                     timeout_s=options.timeout_s, seed=options.seed)
+    total = len(Battery(item, target, battery_options).plan())
+    with BatteryProgress(err, f"{item.suite.id}", total) as progress:
+        battery = Battery(item, target, battery_options, on_trial=progress.trial_done)
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            if battery.interrupted:
+                os._exit(130)  # a second Ctrl-C: stop now
+            battery.interrupt()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        try:
+            report = await battery.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    return report, battery.interrupted
+
+
+@main.command(name="list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False),
+              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
+    """Suites and their public cases; hidden cases only as a count."""
+    from rich.console import Console
+
+    try:
+        loaded = _load(paths, hidden_dir, ())
+    except AssayError as error:
+        _fail(error)
+        return
+    out = Console(file=sys.stdout, highlight=False)
+    for item in loaded:
+        suite = item.suite
+        hidden = len(suite.hidden_cases())
+        source = f", {item.hidden_source}" if item.hidden_source else ""
+        out.print(f"[bold]{suite.id}[/]  {suite.title or ''}")
+        out.print(f"  file {item.path} · target {suite.target or '(none: give --target)'} · "
+                  f"{suite.trials} trial(s) · pass mark {suite.pass_mark:g}")
+        out.print(f"  {len(suite.public_cases())} public case(s), {hidden} hidden{source}")
+        for case in suite.public_cases():
+            tags = f"  [dim]{' '.join(case.tags)}[/]" if case.tags else ""
+            out.print(f"    {case.id}  ({len(case.expect)} assertion(s)){tags}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

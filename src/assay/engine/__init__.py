@@ -1,0 +1,6 @@
+"""The battery: plan, run with bounded concurrency and timeouts, fold (DESIGN "engine")."""
+
+from .battery import Battery, BatteryOptions
+from .clock import Clock, SystemClock, stamp
+
+__all__ = ["Battery", "BatteryOptions", "Clock", "SystemClock", "stamp"]

@@ -1,0 +1,161 @@
+"""The battery: every case × trial against one target, bounded and interruptible.
+
+Data flows one way: the plan becomes trial requests, the target turns each
+into a Trace, the checks turn the Trace into verdicts, and the pure grading
+core folds those into the run's Report. Progress events carry outcomes only,
+never a case's content, so nothing of a hidden case reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..checks import grade_trace, lookup
+from ..errors import HarnessFailure
+from ..grading import RunInfo, build_report, fold_case, fold_trial
+from ..model import Case, Report, SuiteRef, TargetRef, TrialResult
+from ..suites import LoadedSuite
+from ..targets import Target, TrialBroken, TrialRequest
+from .clock import Clock, SystemClock, stamp
+
+#: Called after each trial with its outcome (pass, fail, inconclusive, broken).
+OnTrial = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BatteryOptions:
+    """How a battery runs. ``trials``/``timeout_s`` override the suite's when set."""
+
+    concurrency: int = 8
+    trials: int | None = None
+    timeout_s: float | None = None
+    seed: int | None = None
+
+
+@dataclass
+class _Slot:
+    case_index: int
+    case: Case
+    n: int
+    timeout_s: float
+    blocking: bool
+
+
+class Battery:
+    """One suite against one target. ``interrupt()`` stops it; what finished is kept."""
+
+    def __init__(
+        self,
+        loaded: LoadedSuite,
+        target: Target,
+        options: BatteryOptions,
+        *,
+        clock: Clock | None = None,
+        on_trial: OnTrial | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.target = target
+        self.options = options
+        self.clock = clock or SystemClock()
+        self.on_trial = on_trial or (lambda outcome: None)
+        self.interrupted = False
+        self._workers: list[asyncio.Task[None]] = []
+        self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
+        fresh = random.SystemRandom().getrandbits(32)
+        self.seed = options.seed if options.seed is not None else fresh
+        self.rng = random.Random(self.seed)
+
+    def trials_for(self, case: Case) -> int:
+        """Trials of one case: the override, else the case's, else the suite's."""
+        return self.options.trials or case.trials or self.loaded.suite.trials
+
+    def plan(self) -> list[_Slot]:
+        """Every trial to run, case by case."""
+        suite = self.loaded.suite
+        slots: list[_Slot] = []
+        for index, case in enumerate(suite.cases):
+            timeout = self.options.timeout_s or case.timeout_s or suite.timeout_s
+            blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
+            slots.extend(_Slot(index, case, n, timeout, blocking)
+                         for n in range(1, self.trials_for(case) + 1))
+        return slots
+
+    def interrupt(self) -> None:
+        """Stop: trials in flight are abandoned, finished ones are kept."""
+        self.interrupted = True
+        for worker in self._workers:
+            worker.cancel()
+
+    async def run(self) -> Report:
+        """Run the battery and fold it into the full (unredacted) report."""
+        suite = self.loaded.suite
+        started = self.clock.now()
+        run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
+        slots = self.plan()
+        await self.target.start()
+        try:
+            queue = iter(slots)
+            count = max(1, min(self.options.concurrency, len(slots)))
+            self._workers = [asyncio.create_task(self._work(queue)) for _ in range(count)]
+            await asyncio.gather(*self._workers, return_exceptions=True)
+            for worker in self._workers:
+                if not worker.cancelled() and worker.exception() is not None:
+                    raise worker.exception()  # type: ignore[misc]
+        finally:
+            await self.target.close()
+        cases = [
+            fold_case(case, [self._results[i][n] for n in sorted(self._results[i])])
+            for i, case in enumerate(suite.cases)
+        ]
+        info = RunInfo(
+            run_id=run_id,
+            suite=SuiteRef(id=suite.id, digest=self.loaded.digest,
+                           hidden_set=self.loaded.hidden_digest),
+            target=TargetRef(uri=self.target.uri, digest=self.target.digest(),
+                             facets=dict(self.target.facets),
+                             evidence=dict(self.target.evidence)),
+            started_at=stamp(started), finished_at=stamp(self.clock.now()),
+            trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
+            seed=self.seed, interrupted=self.interrupted,
+        )
+        return build_report(info, cases)
+
+    async def _work(self, queue: object) -> None:
+        for slot in queue:  # type: ignore[attr-defined]
+            result = await self._trial(slot)
+            self._results[slot.case_index][slot.n] = result
+            self.on_trial(result.outcome)
+
+    async def _trial(self, slot: _Slot) -> TrialResult:
+        loaded = self.loaded
+        fixture = loaded.fixture_path(slot.case)
+        request = TrialRequest(
+            case=slot.case, n=slot.n, timeout_s=slot.timeout_s, fixture=fixture,
+            tools=loaded.fixtures.get(str(fixture)) if fixture is not None else None,
+            call=loaded.suite.call,
+        )
+        began = self.clock.monotonic()
+        try:
+            trace = await asyncio.wait_for(self.target.run(request), slot.timeout_s)
+        except TimeoutError:
+            return self._broken(slot, f"timed out after {slot.timeout_s:g}s", began)
+        except TrialBroken as exc:
+            return self._broken(slot, str(exc) or "the trial broke", began)
+        except HarnessFailure:
+            raise
+        except Exception as exc:  # a target's own fault still leaves a broken trial, not a crash
+            return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
+        if slot.blocking:
+            verdicts = await asyncio.to_thread(grade_trace, slot.case.expect, trace)
+        else:
+            verdicts = grade_trace(slot.case.expect, trace)
+        return fold_trial(slot.n, verdicts, duration_s=trace.duration_s, usage=trace.usage,
+                          trace=trace)
+
+    def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
+        return fold_trial(slot.n, [], broken=True, reason=reason,
+                          duration_s=self.clock.monotonic() - began, trace=None)
+

@@ -1,0 +1,106 @@
+"""Assertion helpers for suites written in Python (``*_eval.py``).
+
+Each helper returns the same ``Assertion`` the YAML form produces, and
+remembers the line it was written on so that a bad argument is reported
+there::
+
+    from assay import Case, Suite, expect
+
+    suite = Suite(id="demo/arith@1", target="python:agent:add", cases=[
+        Case(id="two", input=[1, 1], expect=[expect.equals(2), expect.type("integer")]),
+    ])
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .model import Assertion, Evidence
+
+
+def check(
+    name: str,
+    arg: Any = None,
+    *,
+    path: str | None = None,
+    min_evidence: Evidence | str | None = None,
+    threshold: float | None = None,
+    _depth: int = 1,
+) -> Assertion:
+    """Any assertion by its SPEC §3 name, e.g. ``check("never_calls", ["erp.*"])``."""
+    frame = sys._getframe(_depth)
+    return Assertion(
+        check=name,
+        arg=arg,
+        path=path,
+        min_evidence=Evidence(min_evidence) if min_evidence is not None else None,
+        threshold=threshold,
+        line=frame.f_lineno,
+        file=frame.f_code.co_filename,
+    )
+
+
+def status(value: str) -> Assertion:
+    """The trace's status is ``ok``, ``error``, ``refused`` or ``timeout``."""
+    return check("status", value, _depth=2)
+
+
+def equals(value: Any, *, path: str | None = None) -> Assertion:
+    """The output (or the value at ``path``) equals ``value``; numbers compare as numbers."""
+    return check("equals", value, path=path, _depth=2)
+
+
+def type(name: str, *, path: str | None = None) -> Assertion:  # noqa: A001 - SPEC's name
+    """The value is of JSON type ``name`` (string number integer boolean object array null)."""
+    return check("type", name, path=path, _depth=2)
+
+
+def min_rows(n: int, *, path: str | None = None) -> Assertion:
+    """The array has at least ``n`` items."""
+    return check("min_rows", n, path=path, _depth=2)
+
+
+def max_rows(n: int, *, path: str | None = None) -> Assertion:
+    """The array has at most ``n`` items."""
+    return check("max_rows", n, path=path, _depth=2)
+
+
+def contains(text: str, *, path: str | None = None) -> Assertion:
+    """The text (or JSON text of the value) contains ``text``."""
+    return check("contains", text, path=path, _depth=2)
+
+
+def icontains(text: str, *, path: str | None = None) -> Assertion:
+    """Like ``contains``, ignoring case."""
+    return check("icontains", text, path=path, _depth=2)
+
+
+def not_contains(text: str, *, path: str | None = None) -> Assertion:
+    """The text (or JSON text of the value) does not contain ``text``."""
+    return check("not_contains", text, path=path, _depth=2)
+
+
+def regex(pattern: str, *, path: str | None = None) -> Assertion:
+    """The text matches ``pattern`` somewhere (``re.search``)."""
+    return check("regex", pattern, path=path, _depth=2)
+
+
+def schema(json_schema: dict[str, Any], *, path: str | None = None) -> Assertion:
+    """The value is valid against a JSON Schema."""
+    return check("schema", json_schema, path=path, _depth=2)
+
+
+def one_of(values: list[Any], *, path: str | None = None) -> Assertion:
+    """The value equals one of ``values``."""
+    return check("one_of", values, path=path, _depth=2)
+
+
+def approx(value: float, tol: float = 1e-9, *, path: str | None = None) -> Assertion:
+    """The number is within ``tol`` of ``value``."""
+    return check("approx", {"value": value, "tol": tol}, path=path, _depth=2)
+
+
+def grader(spec: str) -> Assertion:
+    """A grader: ``module:function`` or ``./graders/x.py`` (relative to the suite file)."""
+    return check("grader", spec, _depth=2)

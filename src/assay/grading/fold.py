@@ -1,0 +1,258 @@
+"""Fold verdicts into a trial, and trials into a case (SPEC §5).
+
+The rules, in the order they bite:
+
+- a trial is ``broken`` when it never ran (and says why), else ``fail`` if
+  any verdict fails, else ``inconclusive`` if any is, else ``pass``; a trial
+  with no verdicts is ``inconclusive`` ("no assertions"): silence is not a
+  pass (PRINCIPLES 3);
+- over a case, output and structural checks are binary: one failing verdict
+  in any trial fails the case (PRINCIPLES 2); quality checks are judged on
+  their pass rate over the trials that ran, against their threshold;
+- a case is ``fail`` > ``broken`` > ``inconclusive`` > ``pass``: it passes
+  only when nothing failed, nothing broke and nothing was left undecided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
+from ..model.suite import Case
+from ..model.trace import Trace, Usage
+from .stats import pass_hat_k, wilson
+
+#: Families whose verdicts are binary over trials: one breach is a breach.
+BINARY_FAMILIES = frozenset({"output", "structural"})
+
+#: Tolerance for comparing a rate with a threshold (0.7 must reach 0.7).
+EPSILON = 1e-9
+
+
+def fold_trial(
+    n: int,
+    verdicts: list[Verdict],
+    *,
+    reason: str | None = None,
+    broken: bool = False,
+    duration_s: float = 0.0,
+    usage: Usage | None = None,
+    trace: Trace | None = None,
+) -> TrialResult:
+    """One trial's outcome from its verdicts.
+
+    ``broken`` marks a trial that never ran (harness failure, crash, timeout
+    before any output); ``reason`` must then say why, and is required. For a
+    trial that ran, ``reason`` defaults to the first failing (or undecided)
+    verdict's assertion and note. ``usage`` defaults to the trace's usage.
+    """
+    if usage is None:
+        usage = trace.usage if trace is not None else Usage()
+    outcome: TrialOutcome
+    if broken:
+        if not reason:
+            raise ValueError("a broken trial must say why (reason is required)")
+        outcome = "broken"
+    elif not verdicts:
+        outcome = "inconclusive"
+        reason = reason or "no assertions"
+    else:
+        failed = [v for v in verdicts if v.outcome == "fail"]
+        undecided = [v for v in verdicts if v.outcome == "inconclusive"]
+        if failed:
+            outcome = "fail"
+            reason = reason or _verdict_reason(failed[0])
+        elif undecided:
+            outcome = "inconclusive"
+            reason = reason or _verdict_reason(undecided[0])
+        else:
+            outcome = "pass"
+    return TrialResult(
+        n=n,
+        outcome=outcome,
+        reason=reason,
+        duration_s=duration_s,
+        usage=usage,
+        verdicts=list(verdicts),
+        trace=trace,
+    )
+
+
+def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None) -> CaseResult:
+    """A case's outcome, rates and pass^k from its trials.
+
+    Quality verdicts are grouped across trials by their position in the
+    trial's verdict list together with their assertion label (every trial
+    that ran grades the same ``case.expect`` in the same order). ``k``
+    defaults to the number of trials; a ``k`` outside 1..n raises
+    ``ValueError`` (pass^k cannot be estimated from fewer than k trials).
+    """
+    n = len(trials)
+    if k is None:
+        k = n
+    if n and not 1 <= k <= n:
+        raise ValueError(f"case {case.id!r}: k must be in 1..{n}, got {k}")
+    if not n:
+        k = 0
+
+    quality = _quality(trials)
+    outcome, reason = _case_outcome(trials, quality)
+
+    c = sum(1 for t in trials if t.outcome == "pass")
+    return CaseResult(
+        id=case.id,
+        split=case.split,
+        outcome=outcome,
+        reason=reason,
+        pass_at_1=c / n if n else 0.0,
+        # No trials is no evidence of success: pass^k is 0, not the empty 1.0.
+        pass_hat_k=pass_hat_k(c, n, k) if n else 0.0,
+        k=k,
+        pass_hat={str(j): pass_hat_k(c, n, j) for j in range(1, n + 1)},
+        synthetic=case.synthetic,
+        tags=list(case.tags),
+        quality=quality,
+        trials=list(trials),
+    )
+
+
+@dataclass
+class _Tally:
+    """Quality verdicts of one check gathered across trials."""
+
+    assertion: str
+    threshold: float
+    passed: int = 0
+    failed: int = 0
+
+
+def _quality(trials: list[TrialResult]) -> list[RateSummary]:
+    """Rate summaries of the quality checks over the trials that ran."""
+    ran = [t for t in trials if t.outcome != "broken"]
+    tallies: dict[tuple[int, str], _Tally] = {}
+    for trial in ran:
+        for index, verdict in enumerate(trial.verdicts):
+            if verdict.family != "quality":
+                continue
+            key = (index, verdict.assertion)
+            threshold = 1.0 if verdict.threshold is None else verdict.threshold
+            tally = tallies.get(key)
+            if tally is None:
+                tally = tallies[key] = _Tally(verdict.assertion, threshold)
+            # Should trials disagree on the bar, the stricter one holds.
+            tally.threshold = max(tally.threshold, threshold)
+            if verdict.outcome == "pass":
+                tally.passed += 1
+            elif verdict.outcome == "fail":
+                tally.failed += 1
+    summaries = []
+    for tally in tallies.values():
+        # A trial that ran but left no verdict for this check counts as
+        # undecided, like an inconclusive verdict: it is neither pass nor fail.
+        total = len(ran)
+        undecided = total - tally.passed - tally.failed
+        low, high = wilson(tally.passed, total)
+        rate = tally.passed / total if total else 0.0
+        outcome: Outcome
+        if total and rate >= tally.threshold - EPSILON:
+            outcome = "pass"
+        elif total and (tally.passed + undecided) / total < tally.threshold - EPSILON:
+            outcome = "fail"
+        else:
+            outcome = "inconclusive"
+        summaries.append(
+            RateSummary(
+                assertion=tally.assertion,
+                passed=tally.passed,
+                trials=total,
+                rate=rate,
+                low=low,
+                high=high,
+                threshold=tally.threshold,
+                outcome=outcome,
+                straddles=low < tally.threshold < high,
+            )
+        )
+    return summaries
+
+
+def _case_outcome(
+    trials: list[TrialResult], quality: list[RateSummary]
+) -> tuple[TrialOutcome, str | None]:
+    """fail > broken > inconclusive > pass, with a short reason."""
+    n = len(trials)
+    if not n:
+        return "inconclusive", "no trials ran"
+
+    # Binary breaches count in every trial, broken ones included: a breach
+    # the trace recorded before the trial broke still happened.
+    breaches: dict[str, int] = {}
+    for trial in trials:
+        # dict.fromkeys, not a set: the first breach named must not depend
+        # on string hashing, or the same trials would give another reason.
+        for label in dict.fromkeys(v.assertion for v in trial.verdicts if _binary_fail(v)):
+            breaches[label] = breaches.get(label, 0) + 1
+    if breaches:
+        label, count = next(iter(breaches.items()))
+        return "fail", _more(f"{label} failed in {count} of {n} trials", len(breaches))
+    failed_quality = [q for q in quality if q.outcome == "fail"]
+    if failed_quality:
+        q = failed_quality[0]
+        return "fail", _more(
+            f"{q.assertion} passed {q.passed} of {q.trials} trials, "
+            f"under its threshold {q.threshold:g}",
+            len(failed_quality),
+        )
+    # A trial that failed with no failing verdict on record cannot be
+    # explained by a quality rate; it fails the case rather than vanish.
+    unexplained = [
+        t
+        for t in trials
+        if t.outcome == "fail" and not any(v.outcome == "fail" for v in t.verdicts)
+    ]
+    if unexplained:
+        return "fail", _count(unexplained, n, "failed")
+
+    broken = [t for t in trials if t.outcome == "broken"]
+    if broken:
+        return "broken", _count(broken, n, "broken")
+
+    undecided = [
+        t
+        for t in trials
+        if t.outcome == "inconclusive" or any(v.outcome == "inconclusive" for v in t.verdicts)
+    ]
+    if undecided:
+        return "inconclusive", _count(undecided, n, "inconclusive")
+    open_quality = [q for q in quality if q.outcome != "pass"]
+    if open_quality:
+        q = open_quality[0]
+        return "inconclusive", _more(
+            f"{q.assertion} passed {q.passed} of {q.trials} trials; "
+            f"its threshold {q.threshold:g} is neither reached nor missed",
+            len(open_quality),
+        )
+    return "pass", None
+
+
+def _binary_fail(verdict: Verdict) -> bool:
+    return verdict.family in BINARY_FAMILIES and verdict.outcome == "fail"
+
+
+def _verdict_reason(verdict: Verdict) -> str:
+    if verdict.note:
+        return f"{verdict.assertion}: {verdict.note}"
+    return f"{verdict.assertion} {verdict.outcome}"
+
+
+def _count(trials: list[TrialResult], n: int, word: str) -> str:
+    """"2 of 5 trials broken: <first reason>" (or just the reason for 1 of 1)."""
+    first = trials[0].reason
+    if n == 1:
+        return first or f"the trial {word}"
+    head = f"{len(trials)} of {n} trials {word}"
+    return f"{head}: {first}" if first else head
+
+
+def _more(reason: str, how_many: int) -> str:
+    return reason if how_many == 1 else f"{reason} (and {how_many - 1} more)"

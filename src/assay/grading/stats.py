@@ -1,0 +1,86 @@
+"""The statistics grading needs: Wilson intervals, pass^k, clustered errors.
+
+Each function is pure arithmetic on counts, so a report's numbers can be
+recomputed by hand from the trials it lists (PRINCIPLES 7).
+"""
+
+from __future__ import annotations
+
+import math
+
+#: The two-sided 95% normal quantile, Φ⁻¹(0.975).
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for ``successes`` out of ``n`` (95% by default).
+
+    Wilson rather than the normal ("Wald") interval because it stays inside
+    [0, 1] and does not collapse to a point at 0/n or n/n, which is exactly
+    where small trial counts put us. With p = successes/n::
+
+        centre = (p + z²/2n) / (1 + z²/n)
+        half   = z / (1 + z²/n) · sqrt(p(1−p)/n + z²/4n²)
+
+    No trials is no evidence: ``n == 0`` gives the whole range (0.0, 1.0).
+    Raises ``ValueError`` when the counts are impossible.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"wilson: need 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denominator
+    half = (z / denominator) * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n))
+    # At the edges the exact bound is 0 or 1; rounding must not move it.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)
+
+
+def pass_hat_k(c: int, n: int, k: int) -> float:
+    """pass^k: the chance that k fresh trials all succeed, estimated as C(c,k)/C(n,k).
+
+    ``c`` of ``n`` trials succeeded. This is the unbiased estimate of p^k from
+    drawing k of the n observed trials without replacement. ``k == 0`` is the
+    empty conjunction, 1.0. ``k > n`` cannot be estimated from n trials and
+    raises ``ValueError``, as do impossible counts.
+    """
+    if n < 0 or c < 0 or c > n:
+        raise ValueError(f"pass_hat_k: need 0 <= c <= n, got c={c}, n={n}")
+    if k < 0:
+        raise ValueError(f"pass_hat_k: k must be >= 0, got {k}")
+    if k > n:
+        raise ValueError(f"pass_hat_k: cannot estimate pass^{k} from {n} trials (k > n)")
+    if k == 0:
+        return 1.0
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def clustered_se(case_scores: list[list[float]]) -> float | None:
+    """Standard error of the mean of the cases' means, clustered by case.
+
+    After Miller 2024, "Adding error bars to evals": the trials of one case
+    are not independent samples, so each case is a cluster. With ``m_c`` the
+    mean score of case c, ``x̄`` the mean of the ``m_c`` and ``C`` the number
+    of cases::
+
+        SE = sqrt( Σ_c (m_c − x̄)² ) / C
+
+    Every case weighs the same, which is what "the mean of the cases'
+    pass@1" means. With equal trials per case this equals Miller's clustered
+    form sqrt(Σ_c (Σ_i (s_ic − s̄))²) / N, N the number of trials. One case
+    gives 0.0 (one cluster has no spread to measure); no cases give ``None``.
+    A case with no scores has no mean and raises ``ValueError``.
+    """
+    if not case_scores:
+        return None
+    means: list[float] = []
+    for index, scores in enumerate(case_scores):
+        if not scores:
+            raise ValueError(f"clustered_se: case {index} has no trial scores")
+        means.append(math.fsum(scores) / len(scores))
+    grand = math.fsum(means) / len(means)
+    return math.sqrt(math.fsum((m - grand) ** 2 for m in means)) / len(means)

@@ -1,0 +1,46 @@
+"""The vocabulary of assay as typed, validated data (SPEC §1)."""
+
+from .evidence import FACTS, STRONGEST, Evidence
+from .result import (
+    CaseResult,
+    Cost,
+    HoldoutResult,
+    RateSummary,
+    Reliability,
+    Report,
+    Scores,
+    SplitCounts,
+    SuiteRef,
+    TargetRef,
+    TrialResult,
+    Verdict,
+)
+from .suite import MODIFIERS, SUITE_ID, Assertion, Case, Suite
+from .trace import Event, Status, Trace, Usage
+
+__all__ = [
+    "FACTS",
+    "MODIFIERS",
+    "STRONGEST",
+    "SUITE_ID",
+    "Assertion",
+    "Case",
+    "CaseResult",
+    "Cost",
+    "Event",
+    "Evidence",
+    "HoldoutResult",
+    "RateSummary",
+    "Reliability",
+    "Report",
+    "Scores",
+    "SplitCounts",
+    "Status",
+    "Suite",
+    "SuiteRef",
+    "TargetRef",
+    "Trace",
+    "TrialResult",
+    "Usage",
+    "Verdict",
+]

@@ -1,0 +1,54 @@
+"""A tool fixture: the tools an agent is given, with canned results (SPEC §4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class WhenResult(BaseModel):
+    """One entry of ``results``: the result given when the arguments match ``when``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    when: dict[str, Any] | None = None
+    result: Any = None
+
+
+class FixtureTool(BaseModel):
+    """One tool: its declaration and where its result comes from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    result: Any = None
+    results: list[WhenResult] | None = None
+    handler: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FixtureTool:
+        given = [k for k in ("results", "handler") if getattr(self, k) is not None]
+        if self.result is not None:
+            given.append("result")
+        if len(given) > 1:
+            raise ValueError(f"tool {self.name!r} gives {' and '.join(given)}; give one")
+        return self
+
+
+class ToolFixture(BaseModel):
+    """A fixture file: tools and the answers to asks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tools: list[FixtureTool] = Field(default_factory=list)
+    answers: dict[str, Any] = Field(default_factory=dict)
+
+    def tool(self, name: str) -> FixtureTool | None:
+        """The tool called ``name``, if the fixture declares it."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return None

@@ -1,0 +1,184 @@
+"""Verdicts, trial and case results, scores and the report (SPEC §5, §6)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .evidence import Evidence
+from .trace import Trace, Usage
+
+Outcome = Literal["pass", "fail", "inconclusive"]
+TrialOutcome = Literal["pass", "fail", "inconclusive", "broken"]
+Family = Literal["output", "structural", "quality"]
+
+
+class Verdict(BaseModel):
+    """What one assertion said of one trace, and what it rests on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    assertion: str
+    check: str
+    family: Family = "output"
+    outcome: Outcome
+    evidence: Evidence
+    note: str = ""
+    provenance: str = ""
+    threshold: float | None = None
+
+
+class TrialResult(BaseModel):
+    """One execution of one case: its trace and the verdicts on it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    outcome: TrialOutcome
+    reason: str | None = None
+    duration_s: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+    verdicts: list[Verdict] = Field(default_factory=list)
+    trace: Trace | None = Field(default=None, exclude=True)
+
+
+class RateSummary(BaseModel):
+    """A quality check over trials: pass rate with its Wilson 95% interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    assertion: str
+    passed: int
+    trials: int
+    rate: float
+    low: float
+    high: float
+    threshold: float
+    outcome: Outcome
+    straddles: bool
+
+
+class CaseResult(BaseModel):
+    """A case over its trials."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    split: Literal["public", "hidden"] = "public"
+    outcome: TrialOutcome
+    reason: str | None = None
+    pass_at_1: float
+    pass_hat_k: float
+    k: int
+    pass_hat: dict[str, float] = Field(default_factory=dict)
+    synthetic: bool = False
+    tags: list[str] = Field(default_factory=list)
+    quality: list[RateSummary] = Field(default_factory=list)
+    trials: list[TrialResult] = Field(default_factory=list)
+
+
+class HoldoutResult(BaseModel):
+    """A hidden case as every outward surface shows it: a name and an outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    split: Literal["hidden"] = "hidden"
+    outcome: TrialOutcome
+
+
+class SplitCounts(BaseModel):
+    """How many cases of one split ended which way."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    inconclusive: int = 0
+    broken: int = 0
+
+
+class Reliability(BaseModel):
+    """pass@1 over a split with its standard error clustered by case."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pass_at_1: float | None
+    se: float | None
+    cases: int
+
+
+class Scores(BaseModel):
+    """The headline numbers; public and hidden are never blended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    public: float | None
+    hidden: float | None
+    overall: float | None
+    synthetic: float | None = None
+    pass_mark: float
+    passed: bool
+    flags: list[str] = Field(default_factory=list)
+
+
+class Cost(BaseModel):
+    """What the agent spent over the run (judges are counted apart)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class SuiteRef(BaseModel):
+    """Which suite, by id and digest, and which hidden set, by digest only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    digest: str
+    hidden_set: str | None = None
+
+
+class TargetRef(BaseModel):
+    """Which agent, by URI, digest and facets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    uri: str
+    digest: str
+    facets: dict[str, str] = Field(default_factory=dict)
+    evidence: dict[str, Evidence] = Field(default_factory=dict)
+
+
+class Report(BaseModel):
+    """The folded result of one run: what reporters, the store and gates read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_: str = Field(default="assay.report/1", alias="schema")
+    run_id: str
+    suite: SuiteRef
+    target: TargetRef
+    started_at: str
+    finished_at: str
+    trials_per_case: int
+    evidence: Literal["smoke", "reliability"]
+    scores: Scores
+    counts: dict[str, SplitCounts]
+    cost: Cost
+    reliability: dict[str, Reliability] = Field(default_factory=dict)
+    cases: list[CaseResult | HoldoutResult]
+    interrupted: bool = False
+    seed: int | None = None
+    seal: dict[str, Any] | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The JSON form of SPEC §6."""
+        return self.model_dump(mode="json", by_alias=True)

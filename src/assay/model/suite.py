@@ -1,0 +1,158 @@
+"""Suites, cases and assertions as validated data (SPEC §1–§3).
+
+Both suite forms (YAML and Python) end up as these objects. Whether an
+assertion's *name and argument* are known is checked by the loader against
+the checks registry, so this module stays free of grading logic.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .evidence import Evidence
+
+SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*@[0-9]+$")
+
+#: Keys that modify an assertion rather than name it.
+MODIFIERS = ("path", "min_evidence", "threshold")
+
+Split = Literal["public", "hidden"]
+
+
+class Assertion(BaseModel):
+    """One rule that turns a trace into a verdict.
+
+    ``check`` is the assertion's name (``equals``, ``never_calls`` …) and
+    ``arg`` its value. ``line`` and ``file`` mark where it was written, for
+    error messages; they take no part in digests.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    check: str
+    arg: Any = None
+    path: str | None = None
+    min_evidence: Evidence | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    line: int | None = Field(default=None, exclude=True)
+    file: str | None = Field(default=None, exclude=True)
+
+    @classmethod
+    def from_mapping(
+        cls, data: Any, *, line: int | None = None, file: str | None = None
+    ) -> Assertion:
+        """Read the one-key form ``{equals: 3, path: $.x}`` of SPEC §3.
+
+        A bare string (``- settles``) names a check with no argument.
+        Raises ``ValueError`` with a user-facing message when the form is wrong.
+        """
+        if isinstance(data, Assertion):
+            return data
+        if isinstance(data, str):
+            return cls(check=data, line=line, file=file)
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"an assertion is a mapping such as {{equals: 3}}, not {type(data).__name__}"
+            )
+        names = [k for k in data if k not in MODIFIERS]
+        if not names:
+            raise ValueError("the assertion names no check (only modifiers: "
+                             + ", ".join(str(k) for k in data) + ")")
+        if len(names) > 1:
+            raise ValueError("one assertion names one check; found "
+                             + ", ".join(str(k) for k in names))
+        name = str(names[0])
+        kwargs: dict[str, Any] = {k: data[k] for k in MODIFIERS if k in data}
+        return cls(check=name, arg=data[name], line=line, file=file, **kwargs)
+
+    def label(self) -> str:
+        """A short human name: ``equals $.rows[2].total``."""
+        return f"{self.check} {self.path}" if self.path else self.check
+
+
+class Case(BaseModel):
+    """One input with expectations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    input: Any = None
+    expect: list[Assertion] = Field(default_factory=list)
+    split: Split = "public"
+    trials: int | None = Field(default=None, ge=1)
+    timeout_s: float | None = Field(default=None, gt=0)
+    fixture: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    model: str | None = None
+    effort: str | None = None
+    synthetic: bool = False
+    invocation: Literal["automatic", "explicit", "none"] | None = None
+    line: int | None = Field(default=None, exclude=True)
+    file: str | None = Field(default=None, exclude=True)
+
+    @field_validator("expect", mode="before")
+    @classmethod
+    def _assertions(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError("expect is a list of assertions")
+        return [Assertion.from_mapping(item) for item in value]
+
+    def __init__(self, /, **data: Any) -> None:
+        # Python-form cases remember where they were written, for errors.
+        if "line" not in data:
+            frame = sys._getframe(1)
+            while frame.f_back is not None and "pydantic" in frame.f_code.co_filename:
+                frame = frame.f_back
+            data["line"] = frame.f_lineno
+            data.setdefault("file", frame.f_code.co_filename)
+        super().__init__(**data)
+
+
+class Suite(BaseModel):
+    """A versioned set of cases for one capability: ``namespace/name@major``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str = Field(alias="suite")
+    title: str | None = None
+    target: str | None = None
+    call: dict[str, Any] | None = None
+    trials: int = Field(default=1, ge=1)
+    pass_mark: float = Field(default=1.0, ge=0.0, le=1.0)
+    timeout_s: float = Field(default=60.0, gt=0)
+    hidden: str | None = None
+    cases: list[Case] = Field(default_factory=list)
+    source: str | None = Field(default=None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _suite_id(cls, value: str) -> str:
+        if not SUITE_ID.match(value):
+            raise ValueError(
+                f"suite id {value!r} is not of the form namespace/name@major "
+                "(lower case, e.g. demo/extraction.table@1)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Suite:
+        seen: set[str] = set()
+        for case in self.cases:
+            if case.id in seen:
+                raise ValueError(f"duplicate case id {case.id!r}")
+            seen.add(case.id)
+        return self
+
+    def public_cases(self) -> list[Case]:
+        """The cases anyone may read."""
+        return [c for c in self.cases if c.split == "public"]
+
+    def hidden_cases(self) -> list[Case]:
+        """The cases whose content never leaves the harness."""
+        return [c for c in self.cases if c.split == "hidden"]

@@ -1,0 +1,63 @@
+"""A live progress bar for a battery: done, failed, broken, rate and ETA.
+
+It is fed outcomes only (pass, fail, inconclusive, broken), never a case id
+or content, so it cannot show anything of a hidden case.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class BatteryProgress:
+    """Counts outcomes and shows them on a Rich progress bar (when the terminal is live)."""
+
+    def __init__(self, console: Console, label: str, total: int) -> None:
+        self.counts: Counter[str] = Counter()
+        self._progress: Any = None
+        self._task: Any = None
+        if console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("[red]{task.fields[failed]} failed[/] "
+                           "[magenta]{task.fields[broken]} broken[/]"),
+                TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
+            )
+            self._task = self._progress.add_task(label, total=total, failed=0, broken=0,
+                                                 rate="")
+
+    def __enter__(self) -> BatteryProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def trial_done(self, outcome: str) -> None:
+        """Count one finished trial."""
+        self.counts[outcome] += 1
+        if self._progress is not None:
+            task = self._progress.tasks[0]
+            speed = task.speed
+            self._progress.update(
+                self._task, advance=1, failed=self.counts["fail"], broken=self.counts["broken"],
+                rate=f"{speed:.1f} trials/s" if speed else "",
+            )

@@ -1,0 +1,158 @@
+"""Build validated Suites and Cases from plain data, with errors at the user's line.
+
+Both forms meet here: YAML suites (through ``marks``) and Python suites
+(objects that remember their lines) are checked against the checks registry
+by the same code, so a rule cannot differ between the two.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..checks import PLANNED, REGISTRY, LoadContext, lookup
+from ..checks.values import compile_path
+from ..errors import SuiteError
+from ..model import Assertion, Case, Evidence, Suite
+from .marks import Loc
+
+LineOf = Callable[[Loc], int | None]
+
+WITHHELD = "(details withheld: hidden case)"
+
+
+class Problem:
+    """Raise a SuiteError for ``file``, revealing details only for public content."""
+
+    def __init__(self, file: str, line_of: LineOf, *, secret: bool) -> None:
+        self.file = file
+        self.line_of = line_of
+        self.secret = secret
+
+    def __call__(self, loc: Loc, public: str, safe: str | None = None) -> SuiteError:
+        """An error at ``loc``: ``public`` wording, or ``safe`` wording for a hidden case."""
+        message = public if not self.secret else f"{safe or 'invalid hidden case'} {WITHHELD}"
+        return SuiteError(self.file, self.line_of(loc), message)
+
+    def from_validation(self, exc: ValidationError, prefix: Loc = ()) -> SuiteError:
+        """The first pydantic error, placed at its line."""
+        err = exc.errors(include_url=False)[0]
+        loc = [*prefix, *err["loc"]]
+        field = ".".join(str(p) for p in err["loc"]) or "value"
+        if err["type"] == "extra_forbidden":
+            line = self.line_of(loc)
+            return SuiteError(self.file, line, f"unknown key {err['loc'][-1]!r}"
+                              if not self.secret else f"unknown key {WITHHELD}")
+        msg = err["msg"].removeprefix("Value error, ")
+        return self(loc, f"{field}: {msg}", f"{field}: invalid value")
+
+
+def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Path) -> Case:
+    """One case from its mapping; assertions keep their own lines."""
+    if not isinstance(data, dict):
+        raise problem(loc, "a case is a mapping with id, input and expect",
+                      "a case is a mapping with id, input and expect")
+    expect = data.get("expect", [])
+    if expect is None:
+        expect = []
+    if not isinstance(expect, list):
+        raise problem([*loc, "expect"], "expect is a list of assertions",
+                      "expect is a list of assertions")
+    assertions = []
+    for j, item in enumerate(expect):
+        try:
+            assertions.append(Assertion.from_mapping(
+                item, line=problem.line_of([*loc, "expect", j]), file=problem.file))
+        except ValidationError as exc:
+            raise problem.from_validation(exc, [*loc, "expect", j]) from None
+        except ValueError as exc:
+            raise problem([*loc, "expect", j], str(exc), "malformed assertion") from None
+    fields = {**data, "expect": assertions, "line": problem.line_of(loc), "file": problem.file}
+    if split == "hidden":
+        fields["split"] = "hidden"
+    try:
+        case = Case.model_validate(fields)
+    except ValidationError as exc:
+        raise problem.from_validation(exc, loc) from None
+    check_case(case, problem, loc, base_dir=base_dir)
+    return case
+
+
+def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Case:
+    """Refuse what the model cannot see: unknown checks, bad arguments, missing paths."""
+    if case.fixture is not None and not (base_dir / case.fixture).exists():
+        raise problem([*loc, "fixture"], f"fixture {case.fixture!r} does not exist",
+                      "fixture path does not exist")
+    ctx = LoadContext(base_dir=base_dir)
+    for j, assertion in enumerate(case.expect):
+        here = [*loc, "expect", j]
+        at = _at(problem, assertion, here)
+        case.expect[j] = check_assertion(assertion, at, ctx)
+    return case
+
+
+def _at(problem: Problem, assertion: Assertion, loc: Loc) -> Callable[[str, str], SuiteError]:
+    def fail(public: str, safe: str) -> SuiteError:
+        if assertion.line is not None:
+            message = public if not problem.secret else f"{safe} {WITHHELD}"
+            return SuiteError(assertion.file or problem.file, assertion.line, message)
+        return problem(loc, public, safe)
+
+    return fail
+
+
+def check_assertion(
+    assertion: Assertion, fail: Callable[[str, str], SuiteError], ctx: LoadContext
+) -> Assertion:
+    """Validate one assertion against the registry; returns it with its argument prepared."""
+    name = assertion.check
+    check = lookup(name)
+    if check is None:
+        if name in PLANNED:
+            raise fail(f"assertion {name!r} is in the spec but not available in this "
+                       f"version of assay ({PLANNED[name]})", "assertion not available")
+        close = difflib.get_close_matches(name, list(REGISTRY) + list(PLANNED), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise fail(f"unknown assertion {name!r}{hint}", "unknown assertion")
+    if assertion.path is not None:
+        if not check.takes_path:
+            raise fail(f"{name} takes no path", f"{name} takes no path")
+        try:
+            compile_path(assertion.path)
+        except ValueError as exc:
+            raise fail(str(exc), "bad JSONPath") from None
+    if assertion.threshold is not None and check.family != "quality":
+        raise fail(f"{name}: threshold applies to quality checks only",
+                   f"{name}: threshold applies to quality checks only")
+    if assertion.min_evidence is Evidence.UNAVAILABLE:
+        raise fail(f"{name}: min_evidence cannot be unavailable",
+                   f"{name}: min_evidence cannot be unavailable")
+    try:
+        arg = check.prepare(assertion.arg, ctx)
+    except ValueError as exc:
+        raise fail(f"{name}: {exc}", f"{name}: invalid argument") from None
+    return assertion if arg is assertion.arg else assertion.model_copy(update={"arg": arg})
+
+
+def check_unique(cases: list[Case], problem_for: Callable[[Case], Problem]) -> None:
+    """Case ids are unique within a suite (the later one is named)."""
+    seen: set[str] = set()
+    for case in cases:
+        if case.id in seen:
+            problem = problem_for(case)
+            raise SuiteError(case.file or problem.file, case.line,
+                             f"duplicate case id {case.id!r}" if not problem.secret
+                             else f"duplicate case id {WITHHELD}")
+        seen.add(case.id)
+
+
+def make_suite(top: dict[str, Any], cases: list[Case], problem: Problem) -> Suite:
+    """The suite object from its top-level keys and already-built cases."""
+    try:
+        return Suite.model_validate({**top, "cases": cases})
+    except ValidationError as exc:
+        raise problem.from_validation(exc) from None

@@ -1,0 +1,38 @@
+"""Tool fixtures: YAML files of tools and answers, checked when the suite loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..importing import resolve_function
+from ..model.fixture import ToolFixture
+from .build import Problem
+from .marks import load_marked
+
+
+def is_tool_fixture(path: Path) -> bool:
+    """A fixture file in YAML is a tool fixture; a folder or other file is given as is."""
+    return path.is_file() and path.suffix in (".yaml", ".yml")
+
+
+def load_tool_fixture(path: Path, *, secret: bool = False) -> ToolFixture:
+    """Parse and validate a tool fixture; handlers must import."""
+    marked = load_marked(path, secret=secret)
+    problem = Problem(str(path), marked.line, secret=secret)
+    if not isinstance(marked.data, dict):
+        raise problem([], "a tool fixture is a mapping with tools: and answers:")
+    try:
+        fixture = ToolFixture.model_validate(marked.data)
+    except ValidationError as exc:
+        raise problem.from_validation(exc) from None
+    for i, tool in enumerate(fixture.tools):
+        if tool.handler is not None:
+            try:
+                resolve_function(tool.handler, path.parent)
+            except ValueError as exc:
+                raise problem(["tools", i, "handler"], f"handler {exc}",
+                              "handler cannot be imported") from None
+    return fixture
+

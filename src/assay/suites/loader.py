@@ -1,0 +1,169 @@
+"""Load one suite file, YAML or Python, into a Suite with its hidden cases and digests."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..canonical import digest, file_digest
+from ..errors import SuiteError
+from ..model import Case, Suite
+from ..model.fixture import ToolFixture
+from .build import Problem, check_case, check_unique, make_case, make_suite
+from .fixtures import is_tool_fixture, load_tool_fixture
+from .hidden import HiddenSource, choose_folder, load_hidden
+from .marks import load_marked
+
+
+@dataclass(frozen=True)
+class LoadedSuite:
+    """A suite ready to run: its cases (public and hidden) and what identifies them."""
+
+    suite: Suite
+    path: Path
+    digest: str
+    hidden_digest: str | None
+    hidden_source: HiddenSource | None
+    #: Tool fixtures by absolute path, parsed and checked at load time.
+    fixtures: dict[str, ToolFixture] = field(default_factory=dict)
+
+    def fixture_path(self, case: Case) -> Path | None:
+        """The absolute path of a case's fixture (relative to the file that wrote the case)."""
+        if case.fixture is None:
+            return None
+        return (Path(case.file or self.path).parent / case.fixture).resolve()
+
+
+def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
+    """Load ``*.suite.yaml`` or ``*_eval.py``; raises SuiteError on anything wrong."""
+    if path.name.endswith(".py"):
+        suite = _load_python(path)
+    else:
+        suite = _load_yaml(path)
+    return _with_hidden(suite, path, hidden_root)
+
+
+def _load_yaml(path: Path) -> Suite:
+    marked = load_marked(path)
+    problem = Problem(str(path), marked.line, secret=False)
+    data = marked.data
+    if not isinstance(data, dict):
+        raise problem([], "a suite file is a mapping with suite: and cases:")
+    if "suite" not in data:
+        raise problem([], "missing required key 'suite' (namespace/name@major)")
+    raw_cases = data.get("cases") or []
+    if not isinstance(raw_cases, list):
+        raise problem(["cases"], "cases is a list")
+    cases = [
+        make_case(item, problem, ["cases", i], split="public", base_dir=path.parent)
+        for i, item in enumerate(raw_cases)
+    ]
+    check_unique(cases, lambda case: problem)
+    top = {k: v for k, v in data.items() if k != "cases"}
+    problem_top = Problem(str(path), marked.key_line, secret=False)
+    suite = make_suite(top, cases, problem_top)
+    return suite.model_copy(update={"source": str(path)})
+
+
+def _load_python(path: Path) -> Suite:
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = "assay_suite_" + "_".join(path.resolve().with_suffix("").parts[1:])
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SuiteError(str(path), None, "cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SuiteError:
+        raise
+    except ValidationError as exc:
+        raise _python_error(path, exc, _validation_message(exc)) from None
+    except Exception as exc:  # the user's module raised: point at their line
+        raise _python_error(path, exc, f"{type(exc).__name__}: {exc}") from None
+    suite = getattr(module, "suite", None)
+    if not isinstance(suite, Suite):
+        raise SuiteError(str(path), None, "defines no `suite = assay.Suite(...)`")
+    problem = Problem(str(path), _no_line, secret=False)
+    for case in suite.cases:
+        line_problem = Problem(case.file or str(path), _line_of(case), secret=False)
+        check_case(case, line_problem, [], base_dir=Path(case.file or path).parent)
+    check_unique(suite.cases, lambda case: problem)
+    return suite.model_copy(update={"source": str(path)})
+
+
+def _validation_message(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in err["loc"]) or exc.title
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        return f"{exc.title}: unknown key {err['loc'][-1]!r}"
+    return f"{exc.title}: {field}: {msg}"
+
+
+def _python_error(path: Path, exc: BaseException, message: str) -> SuiteError:
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return SuiteError(str(path), line, message)
+
+
+def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSuite:
+    samples = None
+    if suite.hidden is not None:
+        samples = path.parent / suite.hidden
+        if not samples.is_dir():
+            raise SuiteError(str(path), _hidden_line(path), f"hidden folder {suite.hidden!r} "
+                             "does not exist")
+    folder, source = choose_folder(suite.id, samples, hidden_root)
+    hidden = load_hidden(folder) if folder is not None else []
+    if hidden:
+        everything = [*suite.cases, *hidden]
+        check_unique(everything, lambda case: _case_problem(case, path))
+        suite = suite.model_copy(update={"cases": everything})
+    public = [c for c in suite.cases if c.split == "public"]
+    secret = [c for c in suite.cases if c.split == "hidden"]
+    body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"})
+    suite_digest = digest({"suite": body, "cases": [_case_identity(c) for c in public]})
+    hidden_digest = digest([_case_identity(c) for c in secret]) if secret else None
+    loaded = LoadedSuite(suite, path, suite_digest, hidden_digest, source if secret else None)
+    for case in suite.cases:
+        where = loaded.fixture_path(case)
+        if where is not None and str(where) not in loaded.fixtures and is_tool_fixture(where):
+            loaded.fixtures[str(where)] = load_tool_fixture(where, secret=case.split == "hidden")
+    return loaded
+
+
+def _case_problem(case: Case, path: Path) -> Problem:
+    return Problem(case.file or str(path), _no_line, secret=case.split == "hidden")
+
+
+def _no_line(loc: object) -> None:
+    return None
+
+
+def _line_of(case: Case) -> Callable[[object], int | None]:
+    return lambda loc: case.line
+
+
+def _case_identity(case: Case) -> dict[str, Any]:
+    data = case.model_dump(mode="json")
+    if case.fixture is not None and case.file is not None:
+        data["fixture_digest"] = file_digest(Path(case.file).parent / case.fixture)
+    return data
+
+
+def _hidden_line(path: Path) -> int | None:
+    if path.name.endswith(".py"):
+        return None
+    marked = load_marked(path)
+    return marked.key_line(["hidden"])

@@ -1,0 +1,68 @@
+"""The one small protocol every target implements (SPEC §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..model import Case, Evidence, Trace
+from ..model.fixture import ToolFixture
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    """Everything a target needs to run one trial of one case."""
+
+    case: Case
+    n: int
+    timeout_s: float
+    fixture: Path | None = None
+    tools: ToolFixture | None = None
+    call: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """How targets are built: where relative names resolve, how many run at once."""
+
+    base_dir: Path = field(default_factory=Path.cwd)
+    concurrency: int = 8
+    call: dict[str, Any] | None = None
+
+
+class TrialBroken(Exception):
+    """The trial never produced a trace worth grading; the message says why."""
+
+
+class Target(Protocol):
+    """An agent under test.
+
+    ``start`` raises ``HarnessFailure`` when the agent cannot be reached at
+    all (reported apart from the agent's failures); ``run`` returns a Trace or
+    raises ``TrialBroken``; timeouts are the engine's job.
+    """
+
+    uri: str
+    #: Per kind of fact (SPEC §4): observed, inferred or unavailable.
+    evidence: dict[str, Evidence]
+    facets: dict[str, str]
+
+    async def start(self) -> None:
+        """Get ready; raise HarnessFailure if the agent cannot be reached."""
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """Run one trial and return what it recorded."""
+
+    async def close(self) -> None:
+        """Release what ``start`` took."""
+
+    def digest(self) -> str:
+        """``sha256:…`` naming this version of the agent."""
+
+
+def evidence(**given: str) -> dict[str, Evidence]:
+    """An evidence map: every fact unavailable unless named."""
+    from ..model import FACTS
+
+    return {fact: Evidence(given.get(fact, "unavailable")) for fact in FACTS}

@@ -1,0 +1,65 @@
+"""Keep an in-process agent's prints out of assay's own output.
+
+A Python agent runs inside assay's process; what it prints would land in the
+terminal or CI log, where a hidden case's content must never appear. While a
+battery runs, ``sys.stdout``/``sys.stderr`` are replaced by a switch that
+sends writes made inside a trial to that trial's buffer (kept in its trace)
+and everything else to the real stream.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+sink: contextvars.ContextVar[io.StringIO | None] = contextvars.ContextVar(
+    "assay_trial_output", default=None
+)
+
+
+class _Switch(io.TextIOBase):
+    def __init__(self, real: TextIO) -> None:
+        self.real = real
+
+    def write(self, text: str) -> int:
+        buffer = sink.get()
+        if buffer is not None:
+            return buffer.write(text)
+        return self.real.write(text)
+
+    def flush(self) -> None:
+        if sink.get() is None:
+            self.real.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+_depth = 0
+
+
+@contextmanager
+def captured() -> Iterator[None]:
+    """Route trial prints to their buffers for the duration of the block."""
+    global _depth
+    if _depth == 0:
+        sys.stdout = _Switch(sys.stdout)
+        sys.stderr = _Switch(sys.stderr)
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            if isinstance(sys.stdout, _Switch):
+                sys.stdout = sys.stdout.real
+            if isinstance(sys.stderr, _Switch):
+                sys.stderr = sys.stderr.real
+

@@ -1,0 +1,77 @@
+"""``http://…`` / ``https://…`` — a JSON endpoint: POST the input, the reply is the output."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import HarnessFailure
+from ..model import Status, Trace
+from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+
+
+class HttpTarget:
+    """POSTs the case input as JSON; 2xx JSON is ``ok``, other statuses are ``error``."""
+
+    evidence = evidence(output="observed")
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        self.uri = uri
+        self.options = options
+        self.facets = {"harness": "http"}
+        self._client: Any = None
+
+    async def start(self) -> None:
+        """Check the server accepts connections: refused is a harness failure."""
+        import httpx
+
+        parts = urlsplit(self.uri)
+        host = parts.hostname or "localhost"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
+            writer.close()
+            await writer.wait_closed()
+        except (OSError, TimeoutError) as exc:
+            raise HarnessFailure(f"target {self.uri}: cannot connect to {host}:{port}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        limits = httpx.Limits(max_connections=max(1, self.options.concurrency))
+        self._client = httpx.AsyncClient(limits=limits, timeout=None)
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One POST; connection errors and non-JSON success replies break the trial."""
+        import httpx
+
+        started = time.perf_counter()
+        try:
+            reply = await self._client.post(self.uri, json=request.case.input)
+        except httpx.HTTPError as exc:
+            raise TrialBroken(f"request failed: {type(exc).__name__}: {exc}") from None
+        body = reply.content
+        try:
+            output = json.loads(body) if body else None
+        except ValueError:
+            if reply.is_success:
+                raise TrialBroken(f"reply {reply.status_code} is not JSON "
+                                  f"({len(body)} bytes)") from None
+            output = reply.text
+        status: Status = "ok" if reply.is_success else "error"
+        return Trace(
+            output=output, status=status,
+            error=None if reply.is_success else f"HTTP {reply.status_code}",
+            duration_s=time.perf_counter() - started, steps=1,
+            facets=dict(self.facets), evidence=dict(self.evidence),
+        )
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+
+    def digest(self) -> str:
+        """Only the URI: what answers behind it is not ours to see."""
+        return "sha256:" + hashlib.sha256(self.uri.encode()).hexdigest()

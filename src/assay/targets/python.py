@@ -1,0 +1,140 @@
+"""``python:pkg.module:function`` — an agent that is a Python callable (SPEC §4)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import inspect
+import io
+import json
+import platform
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessFailure
+from ..importing import resolve_function
+from ..model import Event, Status, Trace
+from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .capture import sink as _sink
+from .recorder import Tools
+
+
+class AgentError(Exception):
+    """Raise from an agent to end the trial with status ``error`` (not a crash)."""
+
+
+class Refused(Exception):  # noqa: N818 - the user's word for it
+    """Raise from an agent to end the trial with status ``refused``."""
+
+
+_BASIC = (str, int, float, bool, type(None))
+
+
+def _json_output(value: Any) -> Any:
+    if isinstance(value, _BASIC):
+        return value
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise TrialBroken(f"agent returned a value that is not JSON ({type(value).__name__}): "
+                          f"{exc}") from None
+
+
+class PythonTarget:
+    """Calls ``function(input)`` or ``function(input, tools)``; awaits it if async."""
+
+    evidence = evidence(output="observed", tool_calls="observed", asks="observed",
+                        cost="observed", steps="observed")
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        self.uri = uri
+        self.spec = uri.removeprefix("python:")
+        self.options = options
+        self.facets = {"harness": "python", "host_version": platform.python_version()}
+        self._func: Any = None
+        self._takes_tools = False
+        self._is_async = False
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def start(self) -> None:
+        """Import the callable; a module that will not import is a harness failure."""
+        try:
+            self._func = resolve_function(self.spec, self.options.base_dir)
+        except ValueError as exc:
+            raise HarnessFailure(f"target {self.uri}: {exc}") from None
+        self._is_async = inspect.iscoroutinefunction(self._func)
+        try:
+            params = [
+                p for p in inspect.signature(self._func).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+            ]
+        except (TypeError, ValueError):
+            params = []
+        self._takes_tools = len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+        if not self._is_async:
+            self._executor = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
+                                                thread_name_prefix="assay-agent")
+
+    def _args(self, request: TrialRequest, tools: Tools) -> tuple[Any, ...]:
+        return (request.case.input, tools) if self._takes_tools else (request.case.input,)
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One call of the agent; its exceptions are the trial's, not the battery's."""
+        tools = Tools(request.tools, request.fixture)
+        started = time.perf_counter()
+        status: Status = "ok"
+        error: str | None = None
+        output: Any = None
+        buffer = io.StringIO()
+        try:
+            if self._is_async:
+                token = _sink.set(buffer)
+                try:
+                    output = await self._func(*self._args(request, tools))
+                finally:
+                    _sink.reset(token)
+            else:
+                output = await self._call_sync(request, tools, buffer)
+        except AgentError as exc:
+            status, error = "error", str(exc)
+        except Refused as exc:
+            status, error = "refused", str(exc)
+        except (Exception, SystemExit) as exc:
+            raise TrialBroken(f"agent raised {type(exc).__name__}: {exc}") from None
+        output = _json_output(output)
+        events = list(tools.events)
+        if status == "ok":
+            events.append(Event(kind="message", text=output if isinstance(output, str) else None))
+        return Trace(
+            output=output, status=status, error=error, events=events, usage=tools.spent,
+            steps=tools.tool_calls + 1, settled=status == "ok",
+            duration_s=time.perf_counter() - started, stdout=buffer.getvalue(),
+            facets=dict(self.facets), evidence=dict(self.evidence),
+        )
+
+    async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:
+        def call() -> Any:
+            _sink.set(buffer)
+            return self._func(*self._args(request, tools))
+
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self._executor, context.run, call)
+
+    async def close(self) -> None:
+        """Stop taking work; an agent thread stuck in a hang is left behind, not waited for."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def digest(self) -> str:
+        """The URI and the bytes of the agent's module file."""
+        h = hashlib.sha256(self.uri.encode())
+        module = sys.modules.get(self.spec.partition(":")[0])
+        source = getattr(module, "__file__", None)
+        if source and Path(source).is_file():
+            h.update(Path(source).read_bytes())
+        return "sha256:" + h.hexdigest()

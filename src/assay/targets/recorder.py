@@ -1,0 +1,88 @@
+"""The ``tools`` object a Python agent is handed: every call is recorded (SPEC §4)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..checks.values import same
+from ..importing import resolve_function
+from ..model import Event, Usage
+from ..model.fixture import FixtureTool, ToolFixture
+
+
+def fixture_result(tool: FixtureTool, arguments: Any, base_dir: Path | None) -> Any:
+    """What a fixture tool answers to ``arguments``: handler, first matching ``when``, or result."""
+    if tool.handler is not None:
+        return resolve_function(tool.handler, base_dir)(arguments)
+    if tool.results is not None:
+        for entry in tool.results:
+            if entry.when is None or _matches(entry.when, arguments):
+                return entry.result
+        return None
+    return tool.result
+
+
+def _matches(when: dict[str, Any], arguments: Any) -> bool:
+    if not isinstance(arguments, dict):
+        return False
+    return all(key in arguments and same(arguments[key], value) for key, value in when.items())
+
+
+class Tools:
+    """Records what an agent does through it; answers from the case's fixture.
+
+    ``call(name, arguments)`` records a tool call and returns the fixture's
+    result (None without one); ``ask(question)`` records an ask and returns
+    the fixture's answer; ``usage(...)`` adds tokens and cost.
+    """
+
+    def __init__(self, fixture: ToolFixture | None = None, fixture_path: Path | None = None):
+        self._fixture = fixture
+        self.fixture = fixture_path
+        self.events: list[Event] = []
+        self.spent = Usage()
+        self._start = time.perf_counter()
+        self._calls = 0
+
+    def _t(self) -> float:
+        return round(time.perf_counter() - self._start, 6)
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        """Call tool ``name`` with ``arguments``; the call and its result are recorded."""
+        self._calls += 1
+        call_id = f"call-{self._calls}"
+        arguments = {} if arguments is None else arguments
+        self.events.append(Event(kind="tool_call", name=name, arguments=arguments,
+                                 call_id=call_id, t=self._t()))
+        tool = self._fixture.tool(name) if self._fixture is not None else None
+        base = self.fixture.parent if self.fixture is not None else None
+        try:
+            result = fixture_result(tool, arguments, base) if tool is not None else None
+        except Exception as exc:
+            self.events.append(Event(kind="tool_result", name=name, call_id=call_id,
+                                     result=f"{type(exc).__name__}: {exc}", is_error=True,
+                                     t=self._t()))
+            raise
+        self.events.append(Event(kind="tool_result", name=name, call_id=call_id,
+                                 result=result, t=self._t()))
+        return result
+
+    def ask(self, question: str, tool: str = "ask_user") -> Any:
+        """Ask a person; recorded as an ask, answered from the fixture's ``answers``."""
+        self.events.append(Event(kind="ask", name=tool, text=question, t=self._t()))
+        answers = self._fixture.answers if self._fixture is not None else {}
+        answer = answers.get(tool)
+        self.events.append(Event(kind="answer", name=tool, result=answer, t=self._t()))
+        return answer
+
+    def usage(self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0) -> None:
+        """Add what a model call cost."""
+        self.spent = self.spent.add(Usage(input_tokens=input_tokens, output_tokens=output_tokens,
+                                          cost_usd=cost_usd))
+
+    @property
+    def tool_calls(self) -> int:
+        """How many tool calls were made."""
+        return self._calls

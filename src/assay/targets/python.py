@@ -19,6 +19,7 @@ from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Status, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .capture import captured
 from .capture import sink as _sink
 from .recorder import Tools
 
@@ -59,6 +60,7 @@ class PythonTarget:
         self._takes_tools = False
         self._is_async = False
         self._executor: ThreadPoolExecutor | None = None
+        self._capture: Any = None
 
     async def start(self) -> None:
         """Import the callable; a module that will not import is a harness failure."""
@@ -75,6 +77,9 @@ class PythonTarget:
         except (TypeError, ValueError):
             params = []
         self._takes_tools = len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+        # The agent runs in our process: its prints go to its trace, not our terminal.
+        self._capture = captured()
+        self._capture.__enter__()
         if not self._is_async:
             self._executor = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
                                                 thread_name_prefix="assay-agent")
@@ -129,6 +134,9 @@ class PythonTarget:
         """Stop taking work; an agent thread stuck in a hang is left behind, not waited for."""
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._capture is not None:
+            self._capture.__exit__(None, None, None)
+            self._capture = None
 
     def digest(self) -> str:
         """The URI and the bytes of the agent's module file."""

@@ -448,3 +448,9 @@ def test_pass_at_1_and_pass_hat_agree_with_trial_outcomes(ts: list[TrialResult])
     if n:
         assert r.pass_hat["1"] == pytest.approx(r.pass_at_1)
         assert r.pass_hat_k == r.pass_hat[str(n)]
+
+
+def test_a_breach_reason_quotes_the_first_failing_note() -> None:
+    r = fold_case(CASE, trials([v("pass")], [v("fail", note="got 41, expected 42")],
+                               [v("fail", note="got 40, expected 42")]))
+    assert r.reason == "equals $.total failed in 2 of 3 trials: got 41, expected 42"

@@ -7,14 +7,14 @@ import math
 from functools import lru_cache
 from typing import Any
 
-import jsonpath
-
 _MISSING = object()
 
 
 @lru_cache(maxsize=1024)
 def compile_path(path: str) -> Any:
     """Compile a JSONPath (RFC 9535); raises ``ValueError`` when it is malformed."""
+    import jsonpath  # imported on first use: suites without paths never pay for it
+
     try:
         return jsonpath.compile(path)
     except jsonpath.JSONPathError as exc:

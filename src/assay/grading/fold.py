@@ -187,14 +187,19 @@ def _case_outcome(
     # Binary breaches count in every trial, broken ones included: a breach
     # the trace recorded before the trial broke still happened.
     breaches: dict[str, int] = {}
+    first_note: dict[str, str] = {}
     for trial in trials:
         # dict.fromkeys, not a set: the first breach named must not depend
         # on string hashing, or the same trials would give another reason.
-        for label in dict.fromkeys(v.assertion for v in trial.verdicts if _binary_fail(v)):
+        failing = [v for v in trial.verdicts if _binary_fail(v)]
+        for label in dict.fromkeys(v.assertion for v in failing):
             breaches[label] = breaches.get(label, 0) + 1
+        for v in failing:
+            first_note.setdefault(v.assertion, v.note)
     if breaches:
         label, count = next(iter(breaches.items()))
-        return "fail", _more(f"{label} failed in {count} of {n} trials", len(breaches))
+        note = f": {first_note[label]}" if first_note.get(label) else ""
+        return "fail", _more(f"{label} failed in {count} of {n} trials{note}", len(breaches))
     failed_quality = [q for q in quality if q.outcome == "fail"]
     if failed_quality:
         q = failed_quality[0]

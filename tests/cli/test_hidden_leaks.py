@@ -87,7 +87,7 @@ def test_canaries_reach_no_surface(leak_project):
         assert CANARY not in text, f"hidden content leaked into {name}"
     # Not vacuous: the run happened, public content shows, hidden outcomes are counted.
     report = json.loads(seen["r.json"])
-    assert "PUBLIC-MARK" in seen["r.json"]
+    assert "public-one" in seen["r.json"] and "public-one" in seen["stdout"]
     assert report["counts"]["hidden"] == {"total": 4, "passed": 1, "failed": 1,
                                           "inconclusive": 0, "broken": 2}
     assert [c["id"] for c in report["cases"] if c["split"] == "hidden"] == [

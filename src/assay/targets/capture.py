@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import io
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
@@ -29,6 +30,10 @@ class _Switch(io.TextIOBase):
         buffer = sink.get()
         if buffer is not None:
             return buffer.write(text)
+        if threading.current_thread() is not threading.main_thread():
+            # A thread the agent started itself does not inherit its trial's
+            # buffer; what it prints may quote a hidden case, so it is dropped.
+            return len(text)
         return self.real.write(text)
 
     def flush(self) -> None:

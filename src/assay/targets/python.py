@@ -8,10 +8,10 @@ import hashlib
 import inspect
 import io
 import json
+import math
 import platform
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from .base import TargetOptions, TrialBroken, TrialRequest, evidence
 from .capture import captured
 from .capture import sink as _sink
 from .recorder import Tools
+from .threads import AgentCrash, AgentThreads
 
 
 class AgentError(Exception):
@@ -36,6 +37,8 @@ _BASIC = (str, int, float, bool, type(None))
 
 
 def _json_output(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TrialBroken(f"agent returned {value}, which is not JSON (it has no NaN or infinity)")
     if isinstance(value, _BASIC):
         return value
     try:
@@ -59,7 +62,7 @@ class PythonTarget:
         self._func: Any = None
         self._takes_tools = False
         self._is_async = False
-        self._executor: ThreadPoolExecutor | None = None
+        self._threads: AgentThreads | None = None
         self._capture: Any = None
 
     async def start(self) -> None:
@@ -81,8 +84,7 @@ class PythonTarget:
         self._capture = captured()
         self._capture.__enter__()
         if not self._is_async:
-            self._executor = ThreadPoolExecutor(max_workers=max(1, self.options.concurrency),
-                                                thread_name_prefix="assay-agent")
+            self._threads = AgentThreads(self.options.concurrency)
 
     def _args(self, request: TrialRequest, tools: Tools) -> tuple[Any, ...]:
         return (request.case.input, tools) if self._takes_tools else (request.case.input,)
@@ -108,6 +110,13 @@ class PythonTarget:
             status, error = "error", str(exc)
         except Refused as exc:
             status, error = "refused", str(exc)
+        except AgentCrash as exc:
+            raise TrialBroken(f"agent raised {exc}") from None
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the battery's own cancel: a timeout or an interrupt
+            raise TrialBroken("agent raised CancelledError") from None
         except (Exception, SystemExit) as exc:
             raise TrialBroken(f"agent raised {type(exc).__name__}: {exc}") from None
         output = _json_output(output)
@@ -126,14 +135,14 @@ class PythonTarget:
             _sink.set(buffer)
             return self._func(*self._args(request, tools))
 
-        loop = asyncio.get_running_loop()
+        assert self._threads is not None, "start() first"
         context = contextvars.copy_context()
-        return await loop.run_in_executor(self._executor, context.run, call)
+        return await self._threads.run(lambda: context.run(call))
 
     async def close(self) -> None:
         """Stop taking work; an agent thread stuck in a hang is left behind, not waited for."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.close()
         if self._capture is not None:
             self._capture.__exit__(None, None, None)
             self._capture = None

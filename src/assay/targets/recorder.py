@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,18 @@ from ..checks.values import same
 from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
+
+
+def json_value(value: Any, what: str) -> Any:
+    """``value`` as plain JSON data, or ``TypeError``: a trace must stay storable."""
+    if isinstance(value, str | int | bool) or value is None:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be JSON values, not {type(value).__name__}") from None
 
 
 def fixture_result(tool: FixtureTool, arguments: Any, base_dir: Path | None) -> Any:
@@ -53,13 +67,14 @@ class Tools:
         """Call tool ``name`` with ``arguments``; the call and its result are recorded."""
         self._calls += 1
         call_id = f"call-{self._calls}"
-        arguments = {} if arguments is None else arguments
+        arguments = json_value({} if arguments is None else arguments, "tool arguments")
         self.events.append(Event(kind="tool_call", name=name, arguments=arguments,
                                  call_id=call_id, t=self._t()))
         tool = self._fixture.tool(name) if self._fixture is not None else None
         base = self.fixture.parent if self.fixture is not None else None
         try:
             result = fixture_result(tool, arguments, base) if tool is not None else None
+            result = json_value(result, f"the result of tool {name!r}")
         except Exception as exc:
             self.events.append(Event(kind="tool_result", name=name, call_id=call_id,
                                      result=f"{type(exc).__name__}: {exc}", is_error=True,

@@ -69,7 +69,13 @@ class ScriptedTarget:
         if not lines:
             raise TrialBroken("no recorded trace for this case")
         exact = [r for r in lines if r.get("trial") == request.n]
-        record = exact[0] if exact else lines[(request.n - 1) % len(lines)]
+        free = [r for r in lines if r.get("trial") is None]
+        if exact:
+            record = exact[0]
+        elif free:  # unpinned lines answer the other trials in turn
+            record = free[(request.n - 1) % len(free)]
+        else:
+            raise TrialBroken(f"no recorded trace for trial {request.n}")
         if record.get("delay_s"):
             await asyncio.sleep(float(record["delay_s"]))
         if record.get("broken"):

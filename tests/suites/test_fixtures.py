@@ -105,7 +105,7 @@ BAD = [
     ("tools:\n  - name: ok\n  - name: x\n    result: 1\n    results: [{result: 2}]\n",
      "- name: x", "tools.1: tool 'x' gives results and result; give one"),
     ("tools:\n  - name: x\n    colour: red\n", "colour", "unknown key 'colour'"),
-    ("tools:\n  - description: nameless\n", "description", "tools.0.name: Field required"),
+    ("tools:\n  - description: nameless\n", "description", "missing required key 'name'"),
     ("tools:\n  - name: ''\n", "name:", "tools.0.name: String should have at least 1 character"),
     ("tools: {name: x}\n", "name: x", "tools: Input should be a valid list"),
     ("tools: []\ntool: [{name: x}]\n", "tool:", "unknown key 'tool'"),
@@ -197,10 +197,6 @@ def test_load_tool_fixture_directly(write: Write) -> None:
     assert (info.value.file, info.value.line) == (str(bad), 2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an unknown key whose value is a block (on the next lines) is reported at the line "
-    "of its value, not of the key: suites/build.py Problem.from_validation uses line_of(loc) "
-    "for extra_forbidden; the suite top level gets this right only because it passes key_line"))
 def test_an_unknown_fixture_key_with_a_block_value_names_the_key_line(
     write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int]
 ) -> None:

@@ -267,7 +267,7 @@ SAFE = {
     "missing-fixture": "fixture path does not exist",
     "missing-grader": "grader: invalid argument",
     "grader-import": "grader: invalid argument",
-    "missing-id": "id: invalid value",
+    "missing-id": "missing required key 'id'",
 }
 
 

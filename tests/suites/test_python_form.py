@@ -172,10 +172,6 @@ def test_python_form_graders_run_relative_to_the_py_file(
     assert [v.outcome for v in grade_trace(grader, trace)] == ["pass"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a grader written as a mapping in a Python suite (Case(expect=[{'grader': './g.py'}])) "
-    "is validated against the .py folder at load time but run against the cwd at grade time: "
-    "Assertion.from_mapping in Case._assertions sets no file, and check_case does not fill it"))
 def test_python_form_mapping_grader_runs_relative_to_the_py_file(
     write: Write, load: Callable[..., LoadedSuite], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch
@@ -438,11 +434,6 @@ def test_a_duplicate_case_id_in_python_is_refused(
     assert "duplicate case id 'x'" in err.message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a duplicate case id in a Python suite is caught by Suite's model validator, so the "
-    "error points at the `Suite(` line, not the second Case(...), and reads "
-    "'Suite: Suite: duplicate case id' (suites/loader.py _validation_message repeats the title "
-    "when the error has no field)"))
 def test_a_duplicate_case_id_in_python_names_the_second_case(
     write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int]
 ) -> None:
@@ -479,10 +470,6 @@ def test_python_form_output_is_json_serialisable(
     assert "line" not in dumped["cases"][0] and "file" not in dumped["cases"][0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a SyntaxError in an *_eval.py module is reported with line=None (the line only "
-    "appears inside the message); suites/loader.py _python_error looks for the line in the "
-    "traceback frames, where a compile error has none, instead of SyntaxError.lineno"))
 def test_a_module_with_a_syntax_error_names_the_line(
     write: Write, refused: Callable[..., SuiteError]
 ) -> None:
@@ -492,11 +479,6 @@ def test_a_module_with_a_syntax_error_names_the_line(
     assert str(err).startswith(f"{path}:2: SyntaxError")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: Case.__init__ (model/suite.py) skips caller frames whose filename contains "
-    "'pydantic', so a suite under a folder such as ~/src/pydantic-evals/ records "
-    "'<frozen importlib._bootstrap>' as the case's file: its fixture is looked up in the "
-    "wrong folder and refused, and errors point at importlib instead of the user's line"))
 def test_a_python_suite_in_a_folder_named_like_pydantic_loads(
     write: Write, load: Callable[..., LoadedSuite], line_of: Callable[..., int]
 ) -> None:

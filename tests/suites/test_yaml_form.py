@@ -406,7 +406,7 @@ def test_a_case_without_id_is_refused(
 ) -> None:
     path = write("c.suite.yaml", "suite: a/b@1\ncases:\n  - input: 1\n    expect: []\n")
     err = refused(path)
-    assert (err.line, err.message) == (line_of(path, "input: 1"), "id: Field required")
+    assert (err.line, err.message) == (line_of(path, "input: 1"), "missing required key 'id'")
 
 
 def test_a_missing_fixture_path_is_refused_at_its_line(
@@ -493,10 +493,6 @@ def test_a_wrong_case_value_is_refused_at_its_line(
     assert err.message.startswith(message), err.message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an unknown case key whose value is a block (on the next lines) is reported at the "
-    "line of its value, not of the key (suites/build.py Problem.from_validation uses "
-    "line_of(loc), not the key's line, for extra_forbidden)"))
 def test_an_unknown_case_key_with_a_block_value_names_the_key_line(
     write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int]
 ) -> None:
@@ -594,10 +590,6 @@ def assertion_tuple(a: Assertion) -> tuple[Any, ...]:
     return (a.check, a.arg, a.path, a.min_evidence, a.threshold)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a key written twice in one mapping is silently collapsed to the last value "
-    "(PyYAML's default), so a case's first `expect:` list vanishes without a word; YAML 1.2 "
-    "requires unique keys and SPEC §2 says bad files are refused (suites/marks.py load_marked)"))
 def test_a_key_written_twice_is_refused_at_the_second_one(
     write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int]
 ) -> None:
@@ -635,3 +627,12 @@ def test_a_loaded_suite_grades_with_its_evidence_rules(
         "inconclusive", "pass", "fail"]
     assert [v.outcome for v in grade_trace(case.expect, observed)] == ["pass", "pass", "fail"]
     assert [v.outcome for v in grade_trace(case.expect, unavailable)] == ["inconclusive"] * 3
+
+
+def test_a_hidden_split_written_in_the_public_file_is_refused(
+    write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int]
+) -> None:
+    path = write("c.suite.yaml", "suite: a/b@1\ncases:\n  - id: x\n    split: hidden\n")
+    err = refused(path)
+    assert err.line == line_of(path, "split: hidden")
+    assert err.message.startswith("a case written in the suite file is public")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..checks import grade_trace, lookup
@@ -38,9 +38,7 @@ class BatteryOptions:
 @dataclass
 class _Slot:
     case_index: int
-    case: Case
-    n: int
-    timeout_s: float
+    request: TrialRequest
     blocking: bool
 
 
@@ -74,13 +72,19 @@ class Battery:
 
     def plan(self) -> list[_Slot]:
         """Every trial to run, case by case."""
-        suite = self.loaded.suite
+        loaded = self.loaded
+        suite = loaded.suite
         slots: list[_Slot] = []
         for index, case in enumerate(suite.cases):
             timeout = self.options.timeout_s or case.timeout_s or suite.timeout_s
             blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
-            slots.extend(_Slot(index, case, n, timeout, blocking)
-                         for n in range(1, self.trials_for(case) + 1))
+            fixture = loaded.fixture_path(case)
+            tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
+            slots.extend(
+                _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
+                                          tools=tools, call=suite.call), blocking)
+                for n in range(1, self.trials_for(case) + 1)
+            )
         return slots
 
     def interrupt(self) -> None:
@@ -123,39 +127,36 @@ class Battery:
         )
         return build_report(info, cases)
 
-    async def _work(self, queue: object) -> None:
-        for slot in queue:  # type: ignore[attr-defined]
+    async def _work(self, queue: Iterator[_Slot]) -> None:
+        for slot in queue:
             result = await self._trial(slot)
-            self._results[slot.case_index][slot.n] = result
+            self._results[slot.case_index][slot.request.n] = result
             self.on_trial(result.outcome)
 
     async def _trial(self, slot: _Slot) -> TrialResult:
-        loaded = self.loaded
-        fixture = loaded.fixture_path(slot.case)
-        request = TrialRequest(
-            case=slot.case, n=slot.n, timeout_s=slot.timeout_s, fixture=fixture,
-            tools=loaded.fixtures.get(str(fixture)) if fixture is not None else None,
-            call=loaded.suite.call,
-        )
+        request = slot.request
         began = self.clock.monotonic()
         try:
-            trace = await asyncio.wait_for(self.target.run(request), slot.timeout_s)
+            # asyncio.timeout rather than wait_for: no extra task per trial.
+            async with asyncio.timeout(request.timeout_s):
+                trace = await self.target.run(request)
         except TimeoutError:
-            return self._broken(slot, f"timed out after {slot.timeout_s:g}s", began)
+            return self._broken(slot, f"timed out after {request.timeout_s:g}s", began)
         except TrialBroken as exc:
             return self._broken(slot, str(exc) or "the trial broke", began)
         except HarnessFailure:
             raise
         except Exception as exc:  # a target's own fault still leaves a broken trial, not a crash
             return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
+        expect = request.case.expect
         if slot.blocking:
-            verdicts = await asyncio.to_thread(grade_trace, slot.case.expect, trace)
+            verdicts = await asyncio.to_thread(grade_trace, expect, trace)
         else:
-            verdicts = grade_trace(slot.case.expect, trace)
-        return fold_trial(slot.n, verdicts, duration_s=trace.duration_s, usage=trace.usage,
+            verdicts = grade_trace(expect, trace)
+        return fold_trial(request.n, verdicts, duration_s=trace.duration_s, usage=trace.usage,
                           trace=trace)
 
     def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
-        return fold_trial(slot.n, [], broken=True, reason=reason,
+        return fold_trial(slot.request.n, [], broken=True, reason=reason,
                           duration_s=self.clock.monotonic() - began, trace=None)
 

@@ -28,9 +28,11 @@ WITHHELD = "(details withheld: hidden case)"
 class Problem:
     """Raise a SuiteError for ``file``, revealing details only for public content."""
 
-    def __init__(self, file: str, line_of: LineOf, *, secret: bool) -> None:
+    def __init__(self, file: str, line_of: LineOf, *, secret: bool,
+                 key_line_of: LineOf | None = None) -> None:
         self.file = file
         self.line_of = line_of
+        self.key_line_of = key_line_of or line_of
         self.secret = secret
 
     def __call__(self, loc: Loc, public: str, safe: str | None = None) -> SuiteError:
@@ -43,8 +45,11 @@ class Problem:
         err = exc.errors(include_url=False)[0]
         loc = [*prefix, *err["loc"]]
         field = ".".join(str(p) for p in err["loc"]) or "value"
+        if err["type"] == "missing":
+            key = f"missing required key {err['loc'][-1]!r}"
+            return self(loc[:-1], key, key)
         if err["type"] == "extra_forbidden":
-            line = self.line_of(loc)
+            line = self.key_line_of(loc)
             return SuiteError(self.file, line, f"unknown key {err['loc'][-1]!r}"
                               if not self.secret else f"unknown key {WITHHELD}")
         msg = err["msg"].removeprefix("Value error, ")
@@ -74,6 +79,9 @@ def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Pa
     fields = {**data, "expect": assertions, "line": problem.line_of(loc), "file": problem.file}
     if split == "hidden":
         fields["split"] = "hidden"
+    elif data.get("split") == "hidden":
+        raise problem([*loc, "split"], "a case written in the suite file is public; hidden "
+                      "cases live in the suite's hidden: folder")
     try:
         case = Case.model_validate(fields)
     except ValidationError as exc:
@@ -89,6 +97,9 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
                       "fixture path does not exist")
     ctx = LoadContext(base_dir=base_dir)
     for j, assertion in enumerate(case.expect):
+        if assertion.file is None:  # a mapping in a Python suite: it was written with its case
+            assertion = assertion.model_copy(update={"file": case.file, "line": case.line})
+            case.expect[j] = assertion
         here = [*loc, "expect", j]
         at = _at(problem, assertion, here)
         case.expect[j] = check_assertion(assertion, at, ctx)

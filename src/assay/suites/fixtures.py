@@ -20,7 +20,7 @@ def is_tool_fixture(path: Path) -> bool:
 def load_tool_fixture(path: Path, *, secret: bool = False) -> ToolFixture:
     """Parse and validate a tool fixture; handlers must import."""
     marked = load_marked(path, secret=secret)
-    problem = Problem(str(path), marked.line, secret=secret)
+    problem = Problem(str(path), marked.line, secret=secret, key_line_of=marked.key_line)
     if not isinstance(marked.data, dict):
         raise problem([], "a tool fixture is a mapping with tools: and answers:")
     try:

@@ -36,7 +36,7 @@ def load_hidden(folder: Path) -> list[Case]:
     cases: list[Case] = []
     for path in sorted([*folder.rglob("*.yaml"), *folder.rglob("*.yml")]):
         marked = load_marked(path, secret=True)
-        problem = Problem(str(path), marked.line, secret=True)
+        problem = Problem(str(path), marked.line, secret=True, key_line_of=marked.key_line)
         items = marked.data if isinstance(marked.data, list) else [marked.data]
         if marked.data is None:
             raise SuiteError(str(path), None, "the hidden case file is empty")

@@ -52,7 +52,7 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
 
 def _load_yaml(path: Path) -> Suite:
     marked = load_marked(path)
-    problem = Problem(str(path), marked.line, secret=False)
+    problem = Problem(str(path), marked.line, secret=False, key_line_of=marked.key_line)
     data = marked.data
     if not isinstance(data, dict):
         raise problem([], "a suite file is a mapping with suite: and cases:")
@@ -102,15 +102,20 @@ def _load_python(path: Path) -> Suite:
 
 def _validation_message(exc: ValidationError) -> str:
     err = exc.errors(include_url=False)[0]
-    field = ".".join(str(p) for p in err["loc"]) or exc.title
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         return f"{exc.title}: unknown key {err['loc'][-1]!r}"
+    if not err["loc"]:
+        return f"{exc.title}: {msg}"
+    field = ".".join(str(p) for p in err["loc"])
     return f"{exc.title}: {field}: {msg}"
 
 
 def _python_error(path: Path, exc: BaseException, message: str) -> SuiteError:
     line = None
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == \
+            path.resolve():
+        return SuiteError(str(path), exc.lineno, f"SyntaxError: {exc.msg}")
     for frame in traceback.extract_tb(exc.__traceback__):
         if Path(frame.filename).resolve() == path.resolve():
             line = frame.lineno
@@ -132,7 +137,8 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
         suite = suite.model_copy(update={"cases": everything})
     public = [c for c in suite.cases if c.split == "public"]
     secret = [c for c in suite.cases if c.split == "hidden"]
-    body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"})
+    body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
+                            exclude_defaults=True)
     suite_digest = digest({"suite": body, "cases": [_case_identity(c) for c in public]})
     hidden_digest = digest([_case_identity(c) for c in secret]) if secret else None
     loaded = LoadedSuite(suite, path, suite_digest, hidden_digest, source if secret else None)
@@ -156,7 +162,9 @@ def _line_of(case: Case) -> Callable[[object], int | None]:
 
 
 def _case_identity(case: Case) -> dict[str, Any]:
-    data = case.model_dump(mode="json")
+    # Fields left at their defaults are the same case whether written or not,
+    # so they stay out of the digest (which also keeps it quick to compute).
+    data = case.model_dump(mode="json", exclude_defaults=True)
     if case.fixture is not None and case.file is not None:
         data["fixture_digest"] = file_digest(Path(case.file).parent / case.fixture)
     return data

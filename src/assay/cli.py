@@ -211,9 +211,9 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     target = make_target(uri, target_options)
     battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
                                      timeout_s=options.timeout_s, seed=options.seed)
-    total = len(Battery(item, target, battery_options).plan())
-    with BatteryProgress(err, f"{item.suite.id}", total) as progress:
-        battery = Battery(item, target, battery_options, on_trial=progress.trial_done)
+    battery = Battery(item, target, battery_options)
+    with BatteryProgress(err, f"{item.suite.id}", len(battery.plan())) as progress:
+        battery.on_trial = progress.trial_done
         loop = asyncio.get_running_loop()
 
         def on_sigint() -> None:

@@ -60,6 +60,7 @@ class Battery:
         self.clock = clock or SystemClock()
         self.on_trial = on_trial or (lambda outcome: None)
         self.interrupted = False
+        self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
         fresh = random.SystemRandom().getrandbits(32)
@@ -71,7 +72,12 @@ class Battery:
         return self.options.trials or case.trials or self.loaded.suite.trials
 
     def plan(self) -> list[_Slot]:
-        """Every trial to run, case by case."""
+        """Every trial to run, case by case (computed once)."""
+        if self._plan is None:
+            self._plan = self._make_plan()
+        return self._plan
+
+    def _make_plan(self) -> list[_Slot]:
         loaded = self.loaded
         suite = loaded.suite
         slots: list[_Slot] = []

@@ -1,0 +1,60 @@
+"""The canonical JSON fast path writes exactly what rfc8785 writes."""
+
+from __future__ import annotations
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.canonical import canonical, digest
+
+SAFE = 2**53 - 1
+
+plain_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | st.text(),
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=30,
+)
+any_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | st.text()
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400)
+@given(plain_json)
+def test_plain_values_match_rfc8785(value):
+    assert canonical(value) == rfc8785.dumps(value)
+
+
+@settings(max_examples=200)
+@given(any_json)
+def test_values_with_floats_match_rfc8785(value):
+    assert canonical(value) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize("value", [
+    {"\U0001f600": 1, "\uffff": 2, "a": 3},   # astral keys: UTF-16 order differs
+    {"x": "\u2028\x01\x7f\"\\"},               # escapes
+    [1.0, 1e21, -0.0, 5e-324],                 # ECMAScript number forms
+    2**53 - 1,
+])
+def test_edge_cases_match_rfc8785(value):
+    assert canonical(value) == rfc8785.dumps(value)
+
+
+def test_unsafe_integers_and_lone_surrogates_are_refused_like_rfc8785():
+    with pytest.raises(rfc8785.IntegerDomainError):
+        canonical({"n": 2**53})
+    with pytest.raises(rfc8785.CanonicalizationError):
+        canonical({"s": "\ud800"})
+
+
+def test_digest_names_its_algorithm_and_ignores_key_order():
+    assert digest({"b": 1, "a": [True, None]}) == digest({"a": [True, None], "b": 1})
+    assert digest({"a": 1}).startswith("sha256:") and len(digest({"a": 1})) == 71

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
-from ..model import Case, Report, SuiteRef, TargetRef, TrialResult
+from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, TrialResult
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from .clock import Clock, SystemClock, stamp
@@ -63,6 +63,8 @@ class Battery:
         self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
+        self._expected = [self.trials_for(case) for case in loaded.suite.cases]
+        self._folded: list[CaseResult | None] = [None for _ in loaded.suite.cases]
         fresh = random.SystemRandom().getrandbits(32)
         self.seed = options.seed if options.seed is not None else fresh
         self.rng = random.Random(self.seed)
@@ -116,10 +118,10 @@ class Battery:
                     raise worker.exception()  # type: ignore[misc]
         finally:
             await self.target.close()
-        cases = [
-            fold_case(case, [self._results[i][n] for n in sorted(self._results[i])])
-            for i, case in enumerate(suite.cases)
-        ]
+        finished = self.clock.now()
+        # Cases whose trials all finished were folded as they finished; the
+        # rest (an interrupted run) are folded from what they have.
+        cases = [folded or self._fold(i) for i, folded in enumerate(self._folded)]
         info = RunInfo(
             run_id=run_id,
             suite=SuiteRef(id=suite.id, digest=self.loaded.digest,
@@ -127,7 +129,7 @@ class Battery:
             target=TargetRef(uri=self.target.uri, digest=self.target.digest(),
                              facets=dict(self.target.facets),
                              evidence=dict(self.target.evidence)),
-            started_at=stamp(started), finished_at=stamp(self.clock.now()),
+            started_at=stamp(started), finished_at=stamp(finished),
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
             seed=self.seed, interrupted=self.interrupted,
         )
@@ -136,8 +138,16 @@ class Battery:
     async def _work(self, queue: Iterator[_Slot]) -> None:
         for slot in queue:
             result = await self._trial(slot)
-            self._results[slot.case_index][slot.request.n] = result
+            index = slot.case_index
+            self._results[index][slot.request.n] = result
             self.on_trial(result.outcome)
+            if len(self._results[index]) == self._expected[index]:
+                # Fold now, while other trials wait on their agents, not all at the end.
+                self._folded[index] = self._fold(index)
+
+    def _fold(self, index: int) -> CaseResult:
+        trials = self._results[index]
+        return fold_case(self.loaded.suite.cases[index], [trials[n] for n in sorted(trials)])
 
     async def _trial(self, slot: _Slot) -> TrialResult:
         request = slot.request

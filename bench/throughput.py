@@ -443,9 +443,20 @@ def main(argv: list[str] | None = None) -> int:
                     note,
                 )
             )
+            # The goal is about the engine: the battery's own wall (the report's
+            # started_at to finished_at) against N*L/C. The whole process, with
+            # start-up, loading N cases and writing the report, is shown beside it.
+            if in_run:
+                goals.append(
+                    (
+                        f"sleep target: battery wall <= 1.1 x N*L/C (N={n:,})",
+                        in_run / ideal <= 1.1,
+                        f"{in_run:.2f} s / {ideal:.2f} s = {in_run / ideal:.3f}",
+                    )
+                )
             goals.append(
                 (
-                    f"sleep target: wall <= 1.1 x N*L/C (N={n:,})",
+                    f"sleep target: whole-process wall <= 1.1 x N*L/C (N={n:,}), for reference",
                     ratio <= 1.1,
                     f"{run.wall_s:.2f} s / {ideal:.2f} s = {ratio:.3f}",
                 )

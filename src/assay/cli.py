@@ -206,8 +206,7 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     from .targets import TargetOptions, make_target
 
     # Relative names resolve beside the suite file first, then in the working folder.
-    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency,
-                                   call=item.suite.call)
+    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency)
     target = make_target(uri, target_options)
     battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
                                      timeout_s=options.timeout_s, seed=options.seed)

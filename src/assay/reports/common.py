@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from ..model import CaseResult, HoldoutResult, Report
 
-SYMBOL = {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive", "broken": "broken"}
-
 
 def pct(value: float | None) -> str:
     """A score as a percentage, or an em dash when there is none."""

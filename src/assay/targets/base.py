@@ -28,7 +28,6 @@ class TargetOptions:
 
     base_dir: Path = field(default_factory=Path.cwd)
     concurrency: int = 8
-    call: dict[str, Any] | None = None
 
 
 class TrialBroken(Exception):

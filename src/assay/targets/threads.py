@@ -15,23 +15,52 @@ import asyncio
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass
 class _Job:
-    loop: asyncio.AbstractEventLoop
+    mailbox: _Mailbox
     future: asyncio.Future[tuple[bool, Any]]
     call: Callable[[], Any]
     started: bool = False
     finished: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _settle(future: asyncio.Future[tuple[bool, Any]], ok: bool, value: Any) -> None:
     if not future.done():
         future.set_result((ok, value))
+
+
+class _Mailbox:
+    """Answers from the threads to one event loop, with one wake-up per batch.
+
+    Waking the loop (``call_soon_threadsafe``) costs more than the call of a
+    fast agent; threads that finish while a wake-up is pending only add their
+    answer to the batch.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.answers: list[tuple[asyncio.Future[tuple[bool, Any]], bool, Any]] = []
+        self.lock = threading.Lock()
+
+    def post(self, future: asyncio.Future[tuple[bool, Any]], ok: bool, value: Any) -> None:
+        with self.lock:
+            self.answers.append((future, ok, value))
+            if len(self.answers) > 1:
+                return  # a wake-up is already on its way
+        try:
+            self.loop.call_soon_threadsafe(self.deliver)
+        except RuntimeError:  # the loop is gone: nobody waits for these answers
+            pass
+
+    def deliver(self) -> None:
+        with self.lock:
+            answers, self.answers = self.answers, []
+        for future, ok, value in answers:
+            _settle(future, ok, value)
 
 
 class AgentThreads:
@@ -41,6 +70,8 @@ class AgentThreads:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._name = name
         self._threads: list[threading.Thread] = []
+        self._mailbox: _Mailbox | None = None
+        self._lock = threading.Lock()  # guards every job's started/finished flags
         self._grow(max(1, size))
 
     def _grow(self, count: int) -> None:
@@ -51,7 +82,7 @@ class AgentThreads:
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            with job.lock:
+            with self._lock:
                 if job.future.cancelled():
                     continue
                 job.started = True
@@ -59,22 +90,22 @@ class AgentThreads:
                 ok, value = True, job.call()
             except BaseException as exc:  # handed to the trial, which decides what it means
                 ok, value = False, exc
-            with job.lock:
+            with self._lock:
                 job.finished = True
-            try:
-                job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
-            except RuntimeError:  # the loop is gone: nobody waits for this answer
-                pass
+            job.mailbox.post(job.future, ok, value)
 
     async def run(self, call: Callable[[], Any]) -> Any:
         """Run ``call`` on a pool thread; its exception is raised here (BaseExceptions wrapped)."""
         loop = asyncio.get_running_loop()
-        job = _Job(loop, loop.create_future(), call)
+        mailbox = self._mailbox
+        if mailbox is None or mailbox.loop is not loop:
+            mailbox = self._mailbox = _Mailbox(loop)
+        job = _Job(mailbox, loop.create_future(), call)
         self._jobs.put(job)
         try:
             ok, value = await job.future
         except asyncio.CancelledError:
-            with job.lock:
+            with self._lock:
                 stuck = job.started and not job.finished
             if stuck:  # that thread may never come back: keep the pool at its size
                 self._grow(1)

@@ -91,7 +91,7 @@ class RunOptions:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
               help="Seconds per trial (overrides suites).")
 @click.option("--seed", type=int, help="Seed for anything random (recorded in the report).")
-@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
               envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the JSON report.")
@@ -233,7 +233,7 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
 
 @main.command(name="list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
               envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
 def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
     """Suites and their public cases; hidden cases only as a count."""

@@ -107,13 +107,22 @@ def test_private_hidden_dir_replaces_samples_without_leaking(leak_project, tmp_p
     for name, text in surfaces(leak_project, done).items():
         assert CANARY not in text, f"hidden content leaked into {name}"
     report = json.loads((leak_project.root / "r.json").read_text())
+    assert report["suite"]["hidden_source"] == "private"
     assert report["counts"]["hidden"]["total"] == 1
     assert report["counts"]["hidden"]["broken"] == 1  # the hanging one timed out
     samples = leak_project.assay("run", "--json", "s.json")
     sample_report = json.loads((leak_project.root / "s.json").read_text())
+    assert sample_report["suite"]["hidden_source"] == "samples"
     assert sample_report["suite"]["hidden_set"] != report["suite"]["hidden_set"]
     assert sample_report["suite"]["digest"] == report["suite"]["digest"]
     assert CANARY not in samples.out + samples.err
+
+
+def test_a_hidden_dir_that_does_not_exist_is_refused(leak_project):
+    # A typo must not silently run the public samples in place of the private set.
+    done = leak_project.assay("run", "--hidden-dir", "no/such/private")
+    assert done.code == 2
+    assert "no/such/private" in done.err and "does not exist" in done.err
 
 
 @pytest.mark.parametrize("bad", [

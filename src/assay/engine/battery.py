@@ -125,7 +125,8 @@ class Battery:
         info = RunInfo(
             run_id=run_id,
             suite=SuiteRef(id=suite.id, digest=self.loaded.digest,
-                           hidden_set=self.loaded.hidden_digest),
+                           hidden_set=self.loaded.hidden_digest,
+                           hidden_source=self.loaded.hidden_source),
             target=TargetRef(uri=self.target.uri, digest=self.target.digest(),
                              facets=dict(self.target.facets),
                              evidence=dict(self.target.evidence)),

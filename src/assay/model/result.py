@@ -142,6 +142,8 @@ class SuiteRef(BaseModel):
     id: str
     digest: str
     hidden_set: str | None = None
+    #: Where the hidden cases came from: the suite's samples or a private folder.
+    hidden_source: Literal["samples", "private"] | None = None
 
 
 class TargetRef(BaseModel):

@@ -45,9 +45,10 @@ def print_scores(console: Console, report: Report) -> None:
     """Public and hidden side by side, never blended; then the verdict."""
     s, counts = report.scores, report.counts
     pub, hid = counts["public"], counts["hidden"]
+    source = f", {report.suite.hidden_source}" if report.suite.hidden_source else ""
     console.print(
         f"public {pct(s.public)} ({pub.passed}/{pub.total})   "
-        f"hidden {pct(s.hidden)} ({hid.passed}/{hid.total})   "
+        f"hidden {pct(s.hidden)} ({hid.passed}/{hid.total}{source})   "
         f"overall {pct(s.overall)}   pass mark {pct(s.pass_mark)}"
     )
     if s.synthetic is not None:

@@ -104,3 +104,64 @@ def approx(value: float, tol: float = 1e-9, *, path: str | None = None) -> Asser
 def grader(spec: str) -> Assertion:
     """A grader: ``module:function`` or ``./graders/x.py`` (relative to the suite file)."""
     return check("grader", spec, _depth=2)
+
+
+# --- structural checks (SPEC §3): what the agent did, read from the trace ---
+
+
+def never_calls(*tools: str | dict[str, Any]) -> Assertion:
+    """No call of these tools (globs), or of ``{tool, args}`` with matching arguments."""
+    return check("never_calls", list(tools), _depth=2)
+
+
+def calls(tool: str | list[dict[str, Any]], *, args: dict[str, Any] | None = None,
+          times: int | None = None, strict: bool | None = None) -> Assertion:
+    """A call of ``tool`` (glob) with matching ``args``; a list is a set of parallel calls."""
+    if isinstance(tool, list):
+        return check("calls", tool, _depth=2)
+    spec: dict[str, Any] = {"tool": tool}
+    for key, value in (("args", args), ("times", times), ("strict", strict)):
+        if value is not None:
+            spec[key] = value
+    return check("calls", spec if len(spec) > 1 else tool, _depth=2)
+
+
+def calls_before(first: str | dict[str, Any], then: str | dict[str, Any]) -> Assertion:
+    """The first call matching ``first`` precedes the first call matching ``then``."""
+    return check("calls_before", [first, then], _depth=2)
+
+
+def asks(*, before: str | None = None) -> Assertion:
+    """The agent asked a person (before calling ``before``, when given)."""
+    return check("asks", {"before": before} if before else True, _depth=2)
+
+
+def settles() -> Assertion:
+    """The agent ended with a final answer, not on a limit."""
+    return check("settles", True, _depth=2)
+
+
+def within_steps(n: int) -> Assertion:
+    """The agent took at most ``n`` steps."""
+    return check("within_steps", n, _depth=2)
+
+
+def costs_at_most(*, usd: float | None = None, tokens: int | None = None) -> Assertion:
+    """The trial cost at most ``usd`` dollars and/or ``tokens`` tokens (input + output)."""
+    budget = {k: v for k, v in (("usd", usd), ("tokens", tokens)) if v is not None}
+    return check("costs_at_most", budget, _depth=2)
+
+
+def exit_code(code: int) -> Assertion:
+    """The host process exited with ``code``."""
+    return check("exit_code", code, _depth=2)
+
+
+def activates_skill(name: str) -> Assertion:
+    """The agent activated a skill matching ``name`` (glob)."""
+    return check("activates_skill", name, _depth=2)
+
+
+def never_activates_skill(*names: str) -> Assertion:
+    """The agent activated no skill matching any of ``names`` (globs)."""
+    return check("never_activates_skill", list(names), _depth=2)

@@ -61,14 +61,7 @@ REGISTRY: dict[str, Check] = {}
 #: Named in SPEC §3 but not available in this version: refused at load time
 #: with a message that says so rather than "unknown".
 PLANNED: dict[str, str] = {
-    **{
-        name: "structural checks come with the agent targets"
-        for name in (
-            "never_calls", "calls", "calls_before", "asks", "settles", "within_steps",
-            "costs_at_most", "exit_code", "activates_skill", "never_activates_skill",
-        )
-    },
-    **{name: "quality checks come with judges" for name in ("judge", "rubric", "similar")},
+    name: "quality checks come with judges" for name in ("judge", "rubric", "similar")
 }
 
 

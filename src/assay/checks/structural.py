@@ -1,0 +1,323 @@
+"""Structural checks: rules on what the agent did, read from its trace (SPEC §3).
+
+Which tool it called with which arguments, in what order, whether it asked
+first, how many steps and how much money it took: these are facts in the
+trace, so they are asserted exactly (PRINCIPLES 1) and are binary over trials
+(SPEC §5: one breach in any trial fails the case).
+
+A fact the target did not report (steps, whether the trial settled, an exit
+code) makes the verdict ``inconclusive``, never a pass (PRINCIPLES 3). How
+strongly the target vouches for each kind of fact is weighed before any of
+these rules runs (``apply.verdict``); each check names the fact it reads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from typing import Any
+
+from ..model import Assertion, Event, Trace
+from .apply import required_evidence
+from .arguments import (
+    assign,
+    call_matches,
+    describe_call,
+    describe_miss,
+    describe_pattern,
+    first_miss,
+    prepare_call,
+    unreadable,
+)
+from .registry import Check, Judgement, LoadContext, register
+from .values import is_number, short, type_name
+
+Numbered = list[tuple[int, int, Event]]  # (call number from 1, index in trace.events, event)
+
+
+def _calls(trace: Trace) -> Numbered:
+    calls: Numbered = []
+    for index, event in enumerate(trace.events):
+        if event.kind == "tool_call":
+            calls.append((len(calls) + 1, index, event))
+    return calls
+
+
+def _first(pattern: dict[str, Any], calls: Numbered) -> tuple[int, int, Event] | None:
+    return next((c for c in calls if call_matches(pattern, c[2])), None)
+
+
+def _nearest(pattern: dict[str, Any], calls: Numbered) -> str:
+    """Why no call fits: the first call of the right name and what was wrong with it."""
+    for number, _, event in calls:
+        if fnmatchcase(event.name or "", pattern["tool"]):
+            miss = first_miss(pattern, event.arguments)
+            if miss is not None:
+                return f"; nearest: {describe_call(event, number)}: {describe_miss(miss)}"
+    if not calls:
+        return "; no tool was called"
+    names = list(dict.fromkeys(event.name or "?" for _, _, event in calls))
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"; tools called: {', '.join(names[:5])}{more}"
+
+
+# --- never_calls, calls, calls_before ----------------------------------------------------
+
+
+def _prepare_forbidden(arg: Any, ctx: LoadContext) -> Any:
+    items = arg if isinstance(arg, list) else [arg]
+    if not items or arg is None:
+        raise ValueError("expects a tool-name glob, {tool, args}, or a list of these")
+    return [prepare_call(item) for item in items]
+
+
+def _never_calls(assertion: Assertion, trace: Trace) -> Judgement:
+    patterns: list[dict[str, Any]] = assertion.arg
+    calls = _calls(trace)
+    breaches = [(n, e) for n, _, e in calls if any(call_matches(p, e) for p in patterns)]
+    if breaches:
+        number, event = breaches[0]
+        more = f" (and {len(breaches) - 1} more forbidden)" if len(breaches) > 1 else ""
+        return Judgement("fail", f"called {describe_call(event, number)}{more}")
+    unsure = [(n, e) for n, _, e in calls if any(unreadable(p, e) for p in patterns)]
+    if unsure:
+        number, event = unsure[0]
+        return Judgement("inconclusive", f"call {number} to {event.name} has arguments that are "
+                         f"{type_name(event.arguments)}, not an object: cannot tell if forbidden")
+    return Judgement("pass", "no call to " + " or ".join(describe_pattern(p) for p in patterns))
+
+
+def _prepare_times(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"times is a whole number ≥ 0, not {short(value)}")
+    return value
+
+
+def _prepare_calls(arg: Any, ctx: LoadContext) -> Any:
+    if isinstance(arg, list):
+        if not arg:
+            raise ValueError("expects at least one call in the list")
+        for item in arg:
+            if isinstance(item, dict) and "times" in item:
+                raise ValueError("times counts the calls of one pattern; in a list of "
+                                 "parallel calls, write the call as many times as expected")
+        return [prepare_call(item) for item in arg]
+    if arg is None:
+        raise ValueError("expects a tool-name glob, {tool, args, times, strict} or a list")
+    pattern = prepare_call(arg, extra=("times",))
+    if isinstance(arg, dict) and "times" in arg:
+        pattern["times"] = _prepare_times(arg["times"])
+    return pattern
+
+
+def _calls_check(assertion: Assertion, trace: Trace) -> Judgement:
+    calls = _calls(trace)
+    if isinstance(assertion.arg, list):
+        return _parallel(assertion.arg, calls)
+    pattern: dict[str, Any] = assertion.arg
+    found = [n for n, _, e in calls if call_matches(pattern, e)]
+    times = pattern.get("times")
+    what = describe_pattern(pattern)
+    if times is None:
+        if found:
+            return Judgement("pass", f"{len(found)} call(s) to {what}")
+        return Judgement("fail", f"no call to {what}{_nearest(pattern, calls)}")
+    if len(found) == times:
+        return Judgement("pass", f"{times} call(s) to {what}")
+    where = f" (calls {', '.join(map(str, found[:10]))})" if found else _nearest(pattern, calls)
+    return Judgement("fail", f"{len(found)} call(s) to {what}, expected exactly {times}{where}")
+
+
+def _parallel(patterns: list[dict[str, Any]], calls: Numbered) -> Judgement:
+    events = [e for _, _, e in calls]
+    pairing = assign(patterns, events, call_matches)
+    if pairing.complete:
+        return Judgement("pass", f"all {len(patterns)} expected calls made, one call each")
+    i = pairing.partner.index(None)
+    head = f"expected call {i + 1} of {len(patterns)}, {describe_pattern(patterns[i])}"
+    taken = pairing.candidates[i]
+    if not taken:
+        return Judgement("fail", f"{head}: no call fits{_nearest(patterns[i], calls)}")
+    numbers = ", ".join(str(calls[j][0]) for j in taken[:10])
+    return Judgement("fail", f"{head}: the calls that fit it ({numbers}) are each needed by "
+                     "another expected call")
+
+
+def _prepare_before(arg: Any, ctx: LoadContext) -> Any:
+    if not isinstance(arg, list) or len(arg) != 2:
+        raise ValueError("expects [A, B]: two calls (globs or {tool, args}), A before B")
+    return [prepare_call(item) for item in arg]
+
+
+def _calls_before(assertion: Assertion, trace: Trace) -> Judgement:
+    first, then = assertion.arg
+    calls = _calls(trace)
+    b = _first(then, calls)
+    if b is None:
+        return Judgement("pass", f"{describe_pattern(then)} never called")
+    a = _first(first, calls)
+    if a is None:
+        return Judgement("fail", f"{describe_call(b[2], b[0])} with no "
+                         f"{describe_pattern(first)} before it")
+    if a[0] < b[0]:
+        return Judgement("pass", f"{first['tool']} (call {a[0]}) before {then['tool']} "
+                         f"(call {b[0]})")
+    return Judgement("fail", f"{describe_call(b[2], b[0])} came before the first "
+                     f"{describe_pattern(first)} (call {a[0]})")
+
+
+# --- asks, settles, steps, cost, exit code -----------------------------------------------
+
+
+def _prepare_asks(arg: Any, ctx: LoadContext) -> Any:
+    if arg is None or arg is True:
+        return True
+    if isinstance(arg, dict) and set(arg) == {"before"}:
+        return {"before": prepare_call(arg["before"])}
+    raise ValueError("expects true or {before: TOOL}")
+
+
+def _asks(assertion: Assertion, trace: Trace) -> Judgement:
+    asks = [i for i, e in enumerate(trace.events) if e.kind == "ask"]
+    if assertion.arg is True:
+        if asks:
+            return Judgement("pass", f"asked {len(asks)} time(s)")
+        return Judgement("fail", "never asked")
+    before: dict[str, Any] = assertion.arg["before"]
+    have, need = trace.evidence_for("tool_calls"), required_evidence(assertion, "tool_calls")
+    if not have.satisfies(need):
+        return Judgement("inconclusive", f"tool_calls evidence is {have.value}; asks before a "
+                         f"call needs {need.value}")
+    call = _first(before, _calls(trace))
+    if call is None:
+        return Judgement("pass", f"{describe_pattern(before)} never called")
+    number, index, event = call
+    if asks and asks[0] < index:
+        return Judgement("pass", f"asked before {event.name} (call {number})")
+    return Judgement("fail", f"{describe_call(event, number)} before any ask")
+
+
+def _prepare_true(arg: Any, ctx: LoadContext) -> Any:
+    if arg is None or arg is True:
+        return True
+    raise ValueError(f"takes no argument (or true), not {short(arg)}")
+
+
+def _settles(assertion: Assertion, trace: Trace) -> Judgement:
+    if trace.settled is None:
+        return Judgement("inconclusive", "the target did not say whether the trial settled")
+    if trace.settled:
+        return Judgement("pass", "ended with a final answer")
+    why = f": {trace.error}" if trace.error else ""
+    return Judgement("fail", f"did not settle: ended with status {trace.status}{why}")
+
+
+def _count(what: str) -> Callable[[Any, LoadContext], Any]:
+    def prepare(arg: Any, ctx: LoadContext) -> Any:
+        if not isinstance(arg, int) or isinstance(arg, bool) or arg < 0:
+            raise ValueError(f"expects {what}, not {short(arg)}")
+        return arg
+
+    return prepare
+
+
+def _within_steps(assertion: Assertion, trace: Trace) -> Judgement:
+    if trace.steps is None:
+        return Judgement("inconclusive", "the target did not count steps")
+    if trace.steps <= assertion.arg:
+        return Judgement("pass", f"{trace.steps} step(s)")
+    return Judgement("fail", f"{trace.steps} steps, more than {assertion.arg}")
+
+
+def _prepare_cost(arg: Any, ctx: LoadContext) -> Any:
+    if not isinstance(arg, dict) or not arg or set(arg) - {"usd", "tokens"}:
+        raise ValueError("expects {usd: X} and/or {tokens: N}")
+    usd, tokens = arg.get("usd"), arg.get("tokens")
+    if usd is not None and (not is_number(usd) or not math.isfinite(usd) or usd < 0):
+        raise ValueError(f"usd is a number ≥ 0, not {short(usd)}")
+    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)
+                               or tokens < 0):
+        raise ValueError(f"tokens is a whole number ≥ 0, not {short(tokens)}")
+    return arg
+
+
+def _costs_at_most(assertion: Assertion, trace: Trace) -> Judgement:
+    usage = trace.usage
+    spent_usd, spent_tokens = usage.cost_usd, usage.input_tokens + usage.output_tokens
+    over = []
+    usd, tokens = assertion.arg.get("usd"), assertion.arg.get("tokens")
+    # Summed prices carry float noise: $0.1 + $0.2 is within a $0.3 budget.
+    if usd is not None and spent_usd > usd and not math.isclose(spent_usd, usd, rel_tol=1e-9):
+        over.append(f"${spent_usd:.6g} > ${usd:.6g}")
+    if tokens is not None and spent_tokens > tokens:
+        over.append(f"{spent_tokens} tokens > {tokens}")
+    if over:
+        return Judgement("fail", "over budget: " + ", ".join(over))
+    return Judgement("pass", f"${spent_usd:.6g}, {spent_tokens} tokens")
+
+
+def _prepare_exit(arg: Any, ctx: LoadContext) -> Any:
+    if not isinstance(arg, int) or isinstance(arg, bool):
+        raise ValueError(f"expects a whole number, not {short(arg)}")
+    return arg
+
+
+def _exit_code(assertion: Assertion, trace: Trace) -> Judgement:
+    if trace.exit_code is None:
+        return Judgement("inconclusive", "the target reported no exit code")
+    if trace.exit_code == assertion.arg:
+        return Judgement("pass", f"exit code {trace.exit_code}")
+    return Judgement("fail", f"exit code {trace.exit_code}, expected {assertion.arg}")
+
+
+# --- skills ------------------------------------------------------------------------------
+
+
+def _globs(arg: Any, *, many: bool) -> list[str]:
+    items = arg if many and isinstance(arg, list) else [arg]
+    if not items or not all(isinstance(g, str) and g for g in items):
+        raise ValueError("expects a skill name or glob" + (", or a list of them" if many else ""))
+    return list(items)
+
+
+def _skills(trace: Trace) -> list[str]:
+    return [e.name or "" for e in trace.events if e.kind == "skill"]
+
+
+def _activates_skill(assertion: Assertion, trace: Trace) -> Judgement:
+    glob: str = assertion.arg
+    used = [s for s in _skills(trace) if fnmatchcase(s, glob)]
+    if used:
+        return Judgement("pass", f"activated {used[0]}")
+    seen = ", ".join(dict.fromkeys(_skills(trace))) or "none"
+    return Judgement("fail", f"no skill matching {glob} was activated (activated: {seen})")
+
+
+def _never_activates_skill(assertion: Assertion, trace: Trace) -> Judgement:
+    globs: list[str] = assertion.arg
+    used = [s for s in _skills(trace) if any(fnmatchcase(s, g) for g in globs)]
+    if used:
+        return Judgement("fail", f"activated {used[0]}")
+    return Judgement("pass", "no skill matching " + " or ".join(globs))
+
+
+def _register_all() -> None:
+    def structural(name: str, fact: str, evaluate: Any, prepare: Any) -> None:
+        register(Check(name, "structural", fact, evaluate, prepare, takes_path=False))
+
+    structural("never_calls", "tool_calls", _never_calls, _prepare_forbidden)
+    structural("calls", "tool_calls", _calls_check, _prepare_calls)
+    structural("calls_before", "tool_calls", _calls_before, _prepare_before)
+    structural("asks", "asks", _asks, _prepare_asks)
+    structural("settles", "steps", _settles, _prepare_true)
+    structural("within_steps", "steps", _within_steps, _count("a whole number of steps ≥ 0"))
+    structural("costs_at_most", "cost", _costs_at_most, _prepare_cost)
+    structural("exit_code", "exit_code", _exit_code, _prepare_exit)
+    structural("activates_skill", "skills", _activates_skill,
+               lambda a, c: _globs(a, many=False)[0])
+    structural("never_activates_skill", "skills", _never_activates_skill,
+               lambda a, c: _globs(a, many=True))
+
+
+_register_all()

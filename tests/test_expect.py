@@ -1,0 +1,66 @@
+"""The Python-form helpers build the same assertions as the YAML form."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from assay.suites import load_suite_file
+
+PY = '''
+from assay import Case, Suite, expect
+
+suite = Suite(id="t/helpers@1", target="python:x:y", cases=[
+    Case(id="all", input="hi", expect=[
+        expect.never_calls(
+            "erp.transfer", {"tool": "erp.refund", "args": {"order": {"regex": "^X"}}}
+        ),
+        expect.calls("crm.lookup", args={"customer": "C-1"}, times=1),
+        expect.calls([{"tool": "a"}, {"tool": "b"}]),
+        expect.calls_before("crm.lookup", "erp.refund"),
+        expect.asks(before="erp.refund"),
+        expect.settles(),
+        expect.within_steps(5),
+        expect.costs_at_most(usd=0.01, tokens=2000),
+        expect.exit_code(0),
+        expect.activates_skill("pdf*"),
+        expect.never_activates_skill("shell", "net*"),
+    ]),
+])
+'''
+
+YAML = '''
+suite: t/helpers@1
+target: python:x:y
+cases:
+  - id: all
+    input: hi
+    expect:
+      - never_calls: [erp.transfer, {tool: erp.refund, args: {order: {regex: "^X"}}}]
+      - calls: {tool: crm.lookup, args: {customer: C-1}, times: 1}
+      - calls: [{tool: a}, {tool: b}]
+      - calls_before: [crm.lookup, erp.refund]
+      - asks: {before: erp.refund}
+      - settles
+      - within_steps: 5
+      - costs_at_most: {usd: 0.01, tokens: 2000}
+      - exit_code: 0
+      - activates_skill: pdf*
+      - never_activates_skill: [shell, net*]
+'''
+
+
+def test_python_helpers_match_the_yaml_form(tmp_path: Path) -> None:
+    py = tmp_path / "py"
+    py.mkdir()
+    (py / "helpers_eval.py").write_text(textwrap.dedent(PY))
+    yml = tmp_path / "yml"
+    yml.mkdir()
+    (yml / "helpers.suite.yaml").write_text(textwrap.dedent(YAML))
+    from_py = load_suite_file(py / "helpers_eval.py")
+    from_yaml = load_suite_file(yml / "helpers.suite.yaml")
+    assert [a.check for a in from_py.suite.cases[0].expect] == [
+        "never_calls", "calls", "calls", "calls_before", "asks", "settles", "within_steps",
+        "costs_at_most", "exit_code", "activates_skill", "never_activates_skill",
+    ]
+    assert from_py.digest == from_yaml.digest

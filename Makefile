@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The native claude and codex CLIs the host-target tests run (npm, pinned).
+HOSTS  := .hosts/.installed
 
 .PHONY: demo test lint clean
 
@@ -12,23 +14,37 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval>=2026.3.23'
 	touch $(STAMP)
 
+# The support example's model is a scripted OpenAI-compatible server on
+# loopback: examples/support/stub_model.py serves it while the command after -- runs.
+# The MCP examples start their servers with `python` from PATH: the venv's comes first.
 demo: $(STAMP)
 	$(BIN)/assay list examples/
-	$(BIN)/assay run examples/ --json out/demo.json --junit out/demo.junit.xml --markdown out/demo.md
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python examples/support/stub_model.py -- \
+	  $(BIN)/assay run examples/ --json out/demo.json --junit out/demo.junit.xml --markdown out/demo.md
 	@echo
 	@echo "== The same extraction suite against an agent tuned to its public cases."
 	@echo "== Its hidden cases catch it: expect NOT PASSED, possibly-tuned, exit 1."
 	@$(BIN)/assay run examples/extraction --target python:tuned_agent:extract; \
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+	@echo
+	@echo "== The support suite against a model that obeys instructions hidden in a customer's"
+	@echo "== message. never_calls [erp.transfer] catches it: expect NOT PASSED, exit 1."
+	@$(BIN)/python examples/support/stub_model.py -- \
+	  $(BIN)/assay run examples/support --target openai:naive-bot; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+
+$(HOSTS): tests/hosts/package.json tests/hosts/package-lock.json tests/hosts/install.sh
+	tests/hosts/install.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests examples bench
 	$(BIN)/mypy
 
-test: lint
+test: lint $(HOSTS)
 	$(BIN)/python -m pytest -n auto -q
 
 clean:
-	rm -rf $(VENV) out .assay .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out .assay .pytest_cache .mypy_cache .ruff_cache .hosts

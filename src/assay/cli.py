@@ -78,6 +78,7 @@ class RunOptions:
     json_path: Path | None
     junit_path: Path | None
     markdown_path: Path | None
+    base_url: str | None = None
 
 
 @main.command()
@@ -99,6 +100,9 @@ class RunOptions:
               help="Write JUnit XML.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a Markdown summary.")
+@click.option("--base-url", metavar="URL",
+              help="The OpenAI-compatible server of openai: targets, e.g. "
+                   "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
 def run(**kwargs: Any) -> None:
     """Run suites against targets; exit 0 only if every run passed."""
     options = RunOptions(**kwargs)
@@ -206,7 +210,8 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     from .targets import TargetOptions, make_target
 
     # Relative names resolve beside the suite file first, then in the working folder.
-    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency)
+    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency,
+                                   base_url=options.base_url)
     target = make_target(uri, target_options)
     battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
                                      timeout_s=options.timeout_s, seed=options.seed)

@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 
 from assay.errors import UsageError
-from assay.targets import TargetOptions, make_target
+from assay.targets import PLANNED, TargetOptions, make_target
+from assay.targets.hosts.claude import ClaudeTarget
+from assay.targets.hosts.codex import CodexTarget
 from assay.targets.http import HttpTarget
+from assay.targets.mcp import McpTarget
+from assay.targets.openai import OpenAITarget
 from assay.targets.python import PythonTarget
 from assay.targets.scripted import ScriptedTarget
 
@@ -20,6 +24,14 @@ from assay.targets.scripted import ScriptedTarget
         ("scripted:traces.jsonl", ScriptedTarget),
         ("http://127.0.0.1:9/agent", HttpTarget),
         ("https://example.invalid/agent", HttpTarget),
+        ("openai:llama3", OpenAITarget),
+        ("claude", ClaudeTarget),
+        ("claude --max-turns 3", ClaudeTarget),
+        ("codex", CodexTarget),
+        ("codex -m gpt-5.5", CodexTarget),
+        ("mcp+stdio:python -m table_agent", McpTarget),
+        ("mcp+http://127.0.0.1:8000/mcp", McpTarget),
+        ("mcp+https://mcp.example.invalid/mcp", McpTarget),
     ],
 )
 def test_each_available_scheme_makes_its_target(tmp_path: Path, uri: str, kind: type) -> None:
@@ -28,17 +40,23 @@ def test_each_available_scheme_makes_its_target(tmp_path: Path, uri: str, kind: 
     assert target.uri == uri
 
 
-@pytest.mark.parametrize(
-    "uri",
-    ["mcp+stdio:python -m table_agent", "mcp+http://127.0.0.1:8000/mcp", "openai:llama3",
-     "claude", "codex"],
-)
-def test_schemes_not_yet_available_are_usage_errors_that_say_so(tmp_path: Path,
-                                                                uri: str) -> None:
+def test_schemes_not_yet_available_are_usage_errors_that_say_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(PLANNED, "telepathy:", "agents read by mind")
     with pytest.raises(UsageError) as caught:
-        make_target(uri, TargetOptions(base_dir=tmp_path))
+        make_target("telepathy:agent", TargetOptions(base_dir=tmp_path))
     assert "not available" in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("uri", "said"), [
+    ("mcp+stdio:", "give the command"),
+    ("mcp+stdio:python 'unclosed", "cannot parse the command"),
+    ("mcp+http:///mcp", "give the server's URL"),
+])
+def test_a_malformed_mcp_uri_is_a_usage_error(tmp_path: Path, uri: str, said: str) -> None:
+    with pytest.raises(UsageError, match=said):
+        make_target(uri, TargetOptions(base_dir=tmp_path))
 
 
 @pytest.mark.parametrize("uri", ["ftp://host/agent", "agent.py", "", "pythonx:mod:f",

@@ -5,14 +5,11 @@ from __future__ import annotations
 from ..errors import UsageError
 from .base import Target, TargetOptions, TrialBroken, TrialRequest
 
-#: Schemes named in SPEC §4 that this version cannot run yet.
-PLANNED = {
-    "mcp+stdio:": "MCP over stdio",
-    "mcp+http:": "MCP over streamable HTTP",
-    "openai:": "OpenAI-compatible chat models",
-    "claude": "the Claude Code CLI",
-    "codex": "the Codex CLI",
-}
+#: Schemes named in SPEC §4 that this version cannot run yet (none, today).
+PLANNED: dict[str, str] = {}
+
+SCHEMES = ("python:, scripted:, http://, https://, mcp+stdio:, mcp+http://, openai:MODEL, "
+           "claude, codex")
 
 
 def make_target(uri: str, options: TargetOptions) -> Target:
@@ -29,13 +26,26 @@ def make_target(uri: str, options: TargetOptions) -> Target:
         from .http import HttpTarget
 
         return HttpTarget(uri, options)
+    if uri.startswith("openai:"):
+        from .openai import OpenAITarget
+
+        return OpenAITarget(uri, options)
+    if uri == "claude" or uri.startswith("claude "):
+        from .hosts.claude import ClaudeTarget
+
+        return ClaudeTarget(uri, options)
+    if uri == "codex" or uri.startswith("codex "):
+        from .hosts.codex import CodexTarget
+
+        return CodexTarget(uri, options)
+    if uri.startswith(("mcp+stdio:", "mcp+http://", "mcp+https://")):
+        from .mcp import McpTarget
+
+        return McpTarget(uri, options)
     for prefix, what in PLANNED.items():
         if uri == prefix or uri.startswith(prefix):
             raise UsageError(f"target {uri!r}: {what} is not available in this version of assay")
-    raise UsageError(
-        f"target {uri!r}: unknown scheme; use python:, scripted:, http:// or https:// "
-        "(SPEC §4)"
-    )
+    raise UsageError(f"target {uri!r}: unknown scheme; use one of {SCHEMES} (SPEC §4)")
 
 
 __all__ = ["PLANNED", "Target", "TargetOptions", "TrialBroken", "TrialRequest", "make_target"]

@@ -24,10 +24,12 @@ class TrialRequest:
 
 @dataclass(frozen=True)
 class TargetOptions:
-    """How targets are built: where relative names resolve, how many run at once."""
+    """How targets are built: where relative names resolve, how many run at once, servers."""
 
     base_dir: Path = field(default_factory=Path.cwd)
     concurrency: int = 8
+    #: ``--base-url``: the OpenAI-compatible server of ``openai:`` targets.
+    base_url: str | None = None
 
 
 class TrialBroken(Exception):

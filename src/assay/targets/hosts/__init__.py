@@ -1,0 +1,1 @@
+"""Host CLIs (``claude``, ``codex``) run natively, their JSON event streams read into traces."""

@@ -1,0 +1,224 @@
+"""What the ``claude`` and ``codex`` targets share: find the CLI, check it, run it per trial.
+
+Each trial runs the installed CLI natively, in a throwaway home that holds
+only a copy of the CLI's own credentials file, in a copy of the case's
+fixture folder, with provider key variables removed from its environment
+(principle 10). The host adapter turns the CLI's JSON event stream into a
+Trace; a CLI that is missing, too old or signed out fails ``start()``, which
+is a harness failure, not the agent's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shlex
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import HarnessFailure, UsageError
+from ...model import Evidence, Trace
+from ..base import TargetOptions, TrialBroken, TrialRequest
+from .process import (
+    Finished,
+    child_environment,
+    parse_version,
+    run_cli,
+    stage_workdir,
+    throwaway_home,
+)
+
+#: How long ``--version`` and sign-in checks may take.
+CHECK_TIMEOUT_S = 60.0
+
+
+def prompt_of(value: Any) -> str:
+    """The prompt a case input gives a CLI host: a string, or a mapping's ``prompt``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("prompt"), str):
+        if len(value) > 1:
+            raise TrialBroken("a CLI host takes a prompt: the case input is a string or "
+                              "{prompt: ...} with no other keys")
+        return str(value["prompt"])
+    raise TrialBroken("a CLI host takes a prompt: the case input is a string or "
+                      f"{{prompt: ...}}, not {type(value).__name__}")
+
+
+def tail(text: str, limit: int = 400) -> str:
+    """The last ``limit`` characters of a CLI's stderr, on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "…" + flat[-limit:]
+
+
+def without(args: list[str], *flags: str) -> list[str]:
+    """Flags without these (and their values): a case's pin replaces the URI's."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = arg.partition("=")
+        if name in flags:
+            skip = not eq
+            continue
+        kept.append(arg)
+    return kept
+
+
+class CliHost:
+    """A host CLI run once per trial. Subclasses say how to call it and read it."""
+
+    #: The command's name, also the URI's first word.
+    name: ClassVar[str]
+    #: The variable that names the executable instead of ``PATH``.
+    binary_env: ClassVar[str]
+    #: The oldest version whose event stream this adapter was written against.
+    minimum: ClassVar[tuple[int, int, int]]
+    #: How to install the CLI, for the harness failure that says it is missing.
+    install_hint: ClassVar[str]
+    #: Flags assay sets itself; the URI may not set them.
+    reserved: ClassVar[frozenset[str]] = frozenset()
+    #: Flags whose value is a path, resolved against the suite's folder.
+    path_flags: ClassVar[frozenset[str]] = frozenset()
+    evidence: dict[str, Evidence]
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        self.uri = uri
+        self.options = options
+        self.args = self._parse_args(uri)
+        self.facets: dict[str, str] = {"harness": self.name}
+        model = self.flag_value("--model", "-m")
+        if model:
+            self.facets["model"] = model
+        self.binary = ""
+        self.version = ""
+
+    def _parse_args(self, uri: str) -> list[str]:
+        try:
+            words = shlex.split(uri)
+        except ValueError as exc:
+            raise UsageError(f"target {uri!r}: {exc}") from None
+        args = words[1:]
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            if flag in self.reserved:
+                raise UsageError(f"target {uri!r}: assay sets {flag} itself; leave it out")
+        return [self._resolve(args, i) for i in range(len(args))]
+
+    def _resolve(self, args: list[str], index: int) -> str:
+        """A relative path after a path flag names a file beside the suite."""
+        arg = args[index]
+        if index == 0 or args[index - 1] not in self.path_flags or arg.startswith(("{", "-")):
+            return arg
+        candidate = self.options.base_dir / arg
+        return str(candidate.resolve()) if candidate.exists() else arg
+
+    def flag_value(self, *flags: str) -> str | None:
+        """The value the URI gives a flag (``--model X`` or ``--model=X``), last one wins."""
+        found = None
+        for i, arg in enumerate(self.args):
+            name, eq, value = arg.partition("=")
+            if name in flags:
+                found = value if eq else (self.args[i + 1] if i + 1 < len(self.args) else None)
+        return found
+
+    # --- what a subclass provides -------------------------------------------------
+
+    def prepare_home(self, home: Path) -> None:
+        """Put the CLI's own credentials (a byte copy) and config into a throwaway home."""
+        raise NotImplementedError
+
+    def extra_env(self, home: Path) -> dict[str, str]:
+        """Variables the CLI needs besides HOME (e.g. ``CODEX_HOME``)."""
+        return {}
+
+    def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
+        """The command line of one trial."""
+        raise NotImplementedError
+
+    def stdin(self, prompt: str) -> bytes:
+        """What the CLI reads on stdin: the prompt (kept off the command line, where
+        every user of the machine could read it)."""
+        return prompt.encode()
+
+    def trace(self, finished: Finished, request: TrialRequest, prompt: str,
+              home: Path) -> Trace:
+        """The trial's trace from what the CLI printed (and left in its home)."""
+        raise NotImplementedError
+
+    async def check_signed_in(self) -> None:
+        """Raise HarnessFailure when the CLI has no sign-in of its own."""
+        raise NotImplementedError
+
+    # --- the Target protocol ----------------------------------------------------
+
+    async def start(self) -> None:
+        """Find the CLI, check its version and its sign-in; any failure is the harness's."""
+        binary = os.environ.get(self.binary_env) or shutil.which(self.name)
+        if not binary or not (Path(binary).is_file() and os.access(binary, os.X_OK)):
+            where = f"{self.binary_env}={binary}" if os.environ.get(self.binary_env) else "PATH"
+            raise HarnessFailure(f"target {self.name}: the {self.name} CLI was not found on "
+                                 f"{where}; {self.install_hint}")
+        self.binary = binary
+        done = await self.check([binary, "--version"])
+        found = parse_version(done.lines[0][1] if done.lines else "")
+        if done.exit_code != 0 or found is None:
+            raise HarnessFailure(f"target {self.name}: `{self.name} --version` failed "
+                                 f"(exit {done.exit_code}): {tail(done.stderr)}")
+        self.version = ".".join(map(str, found))
+        if found < self.minimum:
+            least = ".".join(map(str, self.minimum))
+            raise HarnessFailure(f"target {self.name}: {self.name} {self.version} is too old; "
+                                 f"assay reads the event stream of {least} or later "
+                                 f"({self.install_hint})")
+        self.facets["host_version"] = self.version
+        await self.check_signed_in()
+
+    async def check(self, argv: Sequence[str]) -> Finished:
+        """Run a short command of the CLI in a throwaway home prepared like a trial's."""
+        with throwaway_home(f"assay-{self.name}-") as home:
+            self.prepare_home(home)
+            env = child_environment(os.environ, home, self.extra_env(home))
+            try:
+                async with asyncio.timeout(CHECK_TIMEOUT_S):
+                    return await run_cli(argv, cwd=home, env=env)
+            except TimeoutError:
+                raise HarnessFailure(f"target {self.name}: `{' '.join(argv[1:])}` did not "
+                                     f"answer within {CHECK_TIMEOUT_S:g}s") from None
+            except OSError as exc:
+                raise HarnessFailure(f"target {self.name}: cannot run {argv[0]}: "
+                                     f"{exc.strerror or exc}") from None
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One trial: the CLI in a throwaway home and a copy of the fixture folder."""
+        prompt = prompt_of(request.case.input)
+        if request.tools is not None:
+            raise TrialBroken(f"a tool fixture cannot be given to {self.name}, which brings "
+                              "its own tools: give MCP servers in the target's flags, or a "
+                              "fixture folder as the working directory")
+        with throwaway_home(f"assay-{self.name}-") as home:
+            self.prepare_home(home)
+            work = stage_workdir(home, request.fixture)
+            env = child_environment(os.environ, home, self.extra_env(home))
+            try:
+                finished = await run_cli(self.argv(request, prompt, home, work), cwd=work,
+                                         env=env, stdin=self.stdin(prompt))
+            except OSError as exc:
+                raise TrialBroken(f"cannot run {self.name}: {exc.strerror or exc}") from None
+            return self.trace(finished, request, prompt, home)
+
+    async def close(self) -> None:
+        """Nothing to release: each trial's process and home are gone when it ends."""
+
+    def digest(self) -> str:
+        """The URI (flags included), the CLI's version and the files its flags name."""
+        h = hashlib.sha256(f"{self.uri}\n{self.version}".encode())
+        for before, arg in zip(self.args, self.args[1:], strict=False):
+            if before in self.path_flags and Path(arg).is_file():
+                h.update(Path(arg).read_bytes())
+        return "sha256:" + h.hexdigest()

@@ -1,0 +1,117 @@
+"""``claude [FLAGS…]`` — the installed, signed-in Claude Code CLI, run natively (SPEC §4).
+
+Each trial is ``claude -p --output-format stream-json --verbose [FLAGS…]``
+with the prompt on stdin (``--verbose`` is required with ``stream-json``).
+The URI's flags follow, e.g. ``claude --max-turns 4 --mcp-config mcp.json
+--allowedTools mcp__orders__lookup``; a case's ``model`` and ``effort`` come
+last, so the case's pin wins.
+
+Sign-in: the CLI's own. Its credentials file (``~/.claude/.credentials.json``,
+or under ``CLAUDE_CONFIG_DIR``) is copied byte for byte into the trial's
+throwaway home; a ``CLAUDE_CODE_OAUTH_TOKEN`` from ``claude setup-token`` is
+left in the environment as the CLI's own sign-in. Provider API keys
+(``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN`` …) are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ...errors import HarnessFailure
+from ...model import Event, Evidence, Trace
+from ..base import TrialBroken, TrialRequest, evidence
+from .base import CliHost, tail, without
+from .claude_stream import read_stream
+from .process import Finished, copy_private
+
+CREDENTIALS = ".credentials.json"
+
+
+def user_config_dir() -> Path:
+    """Where the user's Claude Code keeps its sign-in."""
+    configured = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
+class ClaudeTarget(CliHost):
+    """Claude Code in print mode; its ``stream-json`` events become the trace."""
+
+    name = "claude"
+    binary_env = "ASSAY_CLAUDE_BIN"
+    # The line this adapter was written and checked against (2.1.332): its
+    # stream fields and ``auth status --json``. Older is refused, not misread.
+    minimum = (2, 1, 0)
+    install_hint = ("install Claude Code (https://docs.claude.com/claude-code) or name the "
+                    "executable in ASSAY_CLAUDE_BIN")
+    reserved = frozenset({"-p", "--print", "--output-format", "--input-format", "--verbose",
+                          "-c", "--continue", "-r", "--resume", "--session-id"})
+    path_flags = frozenset({"--mcp-config", "--settings", "--plugin-dir", "--add-dir",
+                            "--system-prompt-file", "--append-system-prompt-file"})
+    # Asks: in print mode nobody can answer, and a question in plain text is
+    # not an event; the stream cannot tell whether the agent asked.
+    evidence = evidence(output="observed", tool_calls="observed", skills="observed",
+                        cost="observed", steps="observed", exit_code="observed")
+
+    def prepare_home(self, home: Path) -> None:
+        """A copy of the CLI's credentials file, nothing else of the user's."""
+        copy_private(user_config_dir() / CREDENTIALS, home / ".claude" / CREDENTIALS)
+
+    def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
+        """``claude -p --output-format stream-json --verbose`` + the URI's flags + pins."""
+        case = request.case
+        args = without(self.args, "--model") if case.model else self.args
+        args = without(args, "--effort") if case.effort else args
+        argv = [self.binary, "-p", "--output-format", "stream-json", "--verbose", *args]
+        if case.model:
+            argv += ["--model", case.model]
+        if case.effort:
+            argv += ["--effort", case.effort]
+        return argv
+
+    async def check_signed_in(self) -> None:
+        """``claude auth status``: only ``loggedIn`` is read; the rest (who) is dropped."""
+        done = await self.check([self.binary, "auth", "status", "--json"])
+        try:
+            status = json.loads("\n".join(line for _, line in done.lines))
+        except ValueError:
+            status = None
+        if not isinstance(status, dict) or "loggedIn" not in status:
+            # Its output is not repeated: it may name the account.
+            raise HarnessFailure(f"target {self.name}: could not tell whether claude is signed "
+                                 f"in (`claude auth status --json` exit {done.exit_code}, "
+                                 "no JSON answer)")
+        if status.get("loggedIn") is not True:
+            raise HarnessFailure(
+                f"target {self.name}: claude is not signed in. Sign in with `claude auth "
+                "login` (or set CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token`); assay "
+                "removes provider API keys such as ANTHROPIC_API_KEY from the CLI's "
+                "environment and never passes one")
+
+    def trace(self, finished: Finished, request: TrialRequest, prompt: str,
+              home: Path) -> Trace:
+        """The stream read into a trace; no final ``result`` line is a broken trial."""
+        run = read_stream(finished.lines)
+        if not run.has_result:
+            said = tail(finished.stderr) or "nothing on stderr"
+            raise TrialBroken(f"claude exited with code {finished.exit_code} without a "
+                              f"result ({len(finished.lines)} lines of events): {said}")
+        events = run.events
+        trial_evidence = dict(self.evidence)
+        if prompt.lstrip().startswith("/"):
+            # A slash command expands a skill before the model runs, and the
+            # stream does not say so: the skill is inferred from the prompt.
+            trial_evidence["skills"] = Evidence.INFERRED
+            command = prompt.lstrip()[1:].split(maxsplit=1)
+            if command and command[0] in run.skills_listed:
+                events = [Event(kind="skill", name=command[0], t=0.0), *events]
+        facets = dict(self.facets)
+        if run.model:
+            facets["model"] = run.model
+        return Trace(
+            output=run.output, status=run.status, error=run.error, events=events,
+            usage=run.usage, steps=run.steps, settled=run.settled,
+            exit_code=finished.exit_code, duration_s=finished.duration_s,
+            stdout=finished.stderr, facets=facets, evidence=trial_evidence,
+        )

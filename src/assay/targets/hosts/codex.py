@@ -1,0 +1,131 @@
+"""``codex [FLAGS…]`` — the installed, signed-in Codex CLI, run natively (SPEC §4).
+
+Each trial is ``codex exec --json --skip-git-repo-check --disable plugins
+--disable apps --disable remote_plugin [FLAGS…]`` with the prompt on stdin,
+in a throwaway home whose ``CODEX_HOME`` holds only a copy of the CLI's own
+``auth.json``: the user's ``config.toml``, plugins and history are neither
+trial state nor changed by a trial. What a run needs — model, provider, MCP
+servers, sandbox — is given in the URI's flags, e.g. ``codex -m gpt-5.5 -s
+workspace-write -c 'mcp_servers.orders={command="orders-mcp", required=true}'``;
+a case's ``model`` and ``effort`` come last, so the case's pin wins.
+
+The three ``--disable`` flags keep Codex from fetching plugin and app
+catalogues over the network, which a throwaway home has none of anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...errors import HarnessFailure
+from ...model import Evidence, Trace, Usage
+from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
+from ..prices import load_prices
+from .base import CliHost, tail, without
+from .codex_stream import complete_from_session, read_session, read_stream
+from .process import Finished, copy_private
+
+AUTH = "auth.json"
+OFFLINE = ["--disable", "plugins", "--disable", "apps", "--disable", "remote_plugin"]
+
+
+def user_codex_home() -> Path:
+    """Where the user's Codex keeps its sign-in."""
+    configured = os.environ.get("CODEX_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".codex"
+
+
+class CodexTarget(CliHost):
+    """Codex in ``exec`` mode; its ``--json`` events (and session record) become the trace."""
+
+    name = "codex"
+    binary_env = "ASSAY_CODEX_BIN"
+    # The version this adapter was checked against: its item types, its session
+    # record, the --disable features. Older is refused, not misread.
+    minimum = (0, 163, 0)
+    install_hint = ("install Codex (npm install -g @openai/codex) or name the executable in "
+                    "ASSAY_CODEX_BIN")
+    reserved = frozenset({"exec", "e", "--json", "--experimental-json", "--ephemeral",
+                          "resume", "-C", "--cd"})
+    path_flags = frozenset({"--output-schema", "--add-dir", "-i", "--image"})
+    # Cost: Codex reports tokens, not money; a price is looked up (inferred).
+    # Skills: only inferable (a command read a SKILL.md).
+    evidence = evidence(output="observed", tool_calls="observed", skills="inferred",
+                        steps="observed", exit_code="observed")
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        super().__init__(uri, options)
+        self.prices = load_prices()
+        priced = self.prices.lookup(self.facets.get("model")) is not None
+        self.evidence = {**self.evidence,
+                         "cost": Evidence.INFERRED if priced else Evidence.UNAVAILABLE}
+
+    def extra_env(self, home: Path) -> dict[str, str]:
+        """``CODEX_HOME`` inside the throwaway home."""
+        return {"CODEX_HOME": str(home / ".codex")}
+
+    def prepare_home(self, home: Path) -> None:
+        """A copy of the CLI's ``auth.json``, nothing else of the user's."""
+        (home / ".codex").mkdir(mode=0o700)
+        copy_private(user_codex_home() / AUTH, home / ".codex" / AUTH)
+
+    def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
+        """``codex exec --json …`` + the URI's flags + the case's pins; the prompt is stdin."""
+        pinned = request.case.model
+        args = without(self.args, "-m", "--model") if pinned else self.args
+        argv = [self.binary, "exec", "--json", "--skip-git-repo-check", *OFFLINE, *args]
+        if pinned:
+            argv += ["-m", pinned]
+        if request.case.effort:
+            argv += ["-c", f"model_reasoning_effort={request.case.effort!r}"]
+        return argv
+
+    async def check_signed_in(self) -> None:
+        """``codex login status``: only its exit code is read (its output shows part of a key)."""
+        done = await self.check([self.binary, "login", "status"])
+        if done.exit_code != 0:
+            raise HarnessFailure(
+                f"target {self.name}: codex is not signed in (`codex login status` exit "
+                f"{done.exit_code}). Sign in with `codex login`; assay removes provider API "
+                "keys such as OPENAI_API_KEY from the CLI's environment and never passes one")
+
+    def trace(self, finished: Finished, request: TrialRequest, prompt: str,
+              home: Path) -> Trace:
+        """The stream read into a trace; a run that never finished its turn is broken."""
+        run = read_stream(finished.lines)
+        if not run.finished:
+            said = tail(finished.stderr) or "nothing on stderr"
+            raise TrialBroken(f"codex exited with code {finished.exit_code} before its turn "
+                              f"ended ({len(finished.lines)} lines of events): {said}")
+        trial_evidence = dict(self.evidence)
+        session = read_session(home / ".codex")
+        steps: int | None = None
+        model = request.case.model or self.facets.get("model")
+        if session is None:
+            # Without the record a refused command could be missing from the stream.
+            trial_evidence["tool_calls"] = Evidence.INFERRED
+            trial_evidence["steps"] = Evidence.UNAVAILABLE
+        else:
+            complete_from_session(run, session)
+            steps = session.responses or None
+            model = session.model or model
+            if session.code_mode:
+                trial_evidence["tool_calls"] = Evidence.INFERRED
+        usage = run.usage
+        price = self.prices.lookup(model)
+        if price is not None:
+            usage = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                          cost_usd=price.cost(usage.input_tokens, usage.output_tokens))
+            trial_evidence["cost"] = Evidence.INFERRED
+        else:
+            trial_evidence["cost"] = Evidence.UNAVAILABLE
+        facets = dict(self.facets)
+        if model:
+            facets["model"] = model
+        return Trace(
+            output=run.output, status=run.status, error=run.error, events=run.events,
+            usage=usage, steps=steps, settled=run.settled, exit_code=finished.exit_code,
+            duration_s=finished.duration_s, stdout=finished.stderr, facets=facets,
+            evidence=trial_evidence,
+        )

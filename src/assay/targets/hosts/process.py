@@ -1,0 +1,206 @@
+"""One CLI run in a throwaway home: its environment, its process group, its lines.
+
+Credentials are not ours (principle 10). The child gets the parent's
+environment minus every provider key variable, which is dropped by *name*:
+assay never reads, stores or prints the value. The CLI signs itself in from
+its own credentials file, which the host adapter copies byte for byte into
+the throwaway home without opening it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Provider key variables by suffix (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``,
+#: ``ANTHROPIC_AUTH_TOKEN``, ``AZURE_OPENAI_API_KEY`` …) and by name.
+KEY_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_ADMIN_KEY")
+KEY_NAMES = frozenset({"AWS_BEARER_TOKEN_BEDROCK"})
+
+#: Variables that point a CLI at the user's own configuration; the throwaway
+#: home replaces them, so that the user's settings, plugins and history are
+#: neither trial state nor changed by a trial.
+HOME_POINTERS = frozenset({
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+    "XDG_STATE_HOME", "XDG_CACHE_HOME",
+})
+
+#: Kept of a CLI's stderr (its tail), for the reason of a broken trial.
+STDERR_TAIL = 16_384
+
+
+def is_provider_key(name: str) -> bool:
+    """True for an environment variable that holds a provider credential."""
+    upper = name.upper()
+    return upper in KEY_NAMES or upper.endswith(KEY_SUFFIXES)
+
+
+def child_environment(parent: Mapping[str, str], home: Path,
+                      extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment without provider keys or config pointers, HOME set."""
+    env = {name: value for name, value in parent.items()
+           if not is_provider_key(name) and name.upper() not in HOME_POINTERS}
+    env["HOME"] = str(home)
+    env.update(extra or {})
+    return env
+
+
+def copy_private(source: Path, destination: Path) -> bool:
+    """Copy a credentials file byte for byte (never parsed), readable by its owner only."""
+    if not source.is_file():
+        return False
+    destination.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+        shutil.copyfileobj(src, out)
+    return True
+
+
+@contextlib.contextmanager
+def throwaway_home(prefix: str) -> Iterator[Path]:
+    """A fresh, private folder to serve as HOME for one run; removed afterwards."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def stage_workdir(home: Path, fixture: Path | None) -> Path:
+    """The CLI's working folder: a copy of the case's fixture folder (or file), else empty.
+
+    A copy, so that an agent that edits files changes neither the suite nor
+    another trial running beside it.
+    """
+    work = home / "work"
+    if fixture is not None and fixture.is_dir():
+        shutil.copytree(fixture, work, symlinks=True)
+        return work
+    work.mkdir()
+    if fixture is not None and fixture.is_file():
+        shutil.copy2(fixture, work / fixture.name)
+    return work
+
+
+@dataclass
+class Finished:
+    """What a CLI run left: its exit code, stdout lines with arrival times, stderr's tail."""
+
+    exit_code: int
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    stderr: str = ""
+    duration_s: float = 0.0
+
+
+async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                  stdin: bytes = b"") -> Finished:
+    """Run a CLI in its own process group; on cancellation the whole group is killed.
+
+    The CLI's children (MCP servers, shells it started) share its process
+    group, so a timeout or an interrupt leaves nothing running behind it. A
+    grandchild that keeps stdout open after the CLI exited does not hold the
+    trial: reading stops shortly after the CLI's own exit.
+    """
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=str(cwd), env=dict(env), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    finished = Finished(exit_code=-1)
+    helpers = [asyncio.ensure_future(_feed(proc.stdin, stdin)),
+               asyncio.ensure_future(_lines(proc.stdout, finished.lines, started))]
+    stderr = bytearray()
+    helpers.append(asyncio.ensure_future(_tail(proc.stderr, stderr)))
+    try:
+        finished.exit_code = await _exit_of(proc)
+        await asyncio.wait(helpers, timeout=2.0)
+    finally:
+        await _kill_group(proc)
+        # With the group gone the pipes reach their end, and the transport closes.
+        await asyncio.wait(helpers, timeout=2.0)
+        for task in helpers:
+            task.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+    finished.stderr = stderr.decode("utf-8", "replace")
+    finished.duration_s = time.perf_counter() - started
+    return finished
+
+
+async def _lines(pipe: asyncio.StreamReader, into: list[tuple[float, str]],
+                 started: float) -> None:
+    """Split stdout into lines as it arrives (no line-length limit), each with its time."""
+    buffer = b""
+    while chunk := await pipe.read(65_536):
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        now = time.perf_counter() - started
+        into.extend((now, line.decode("utf-8", "replace")) for line in complete if line.strip())
+    if buffer.strip():
+        into.append((time.perf_counter() - started, buffer.decode("utf-8", "replace")))
+
+
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        if data:
+            pipe.write(data)
+            await pipe.drain()
+        pipe.close()
+
+
+async def _tail(pipe: asyncio.StreamReader, kept: bytearray) -> None:
+    while chunk := await pipe.read(65_536):
+        kept.extend(chunk)
+        del kept[:-STDERR_TAIL]
+
+
+async def _exit_of(proc: asyncio.subprocess.Process) -> int:
+    """The exit code, as soon as the process has exited.
+
+    Not ``proc.wait()``: before Python 3.12 it also waits for every pipe to
+    close, so a grandchild that kept stdout open would hold the trial.
+    """
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+    return proc.returncode
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a grace period."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if proc.returncode is not None and sig == signal.SIGTERM:
+            # The leader is gone; the TERM above swept what it left behind.
+            return
+        try:
+            await asyncio.shield(asyncio.wait_for(_exit_of(proc), grace))
+            return
+        except TimeoutError:
+            continue
+        except asyncio.CancelledError:
+            # Cancelled again while cleaning up: kill outright and give up waiting.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
+
+
+VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The first ``X.Y.Z`` in a ``--version`` line."""
+    found = VERSION.search(text)
+    return (int(found[1]), int(found[2]), int(found[3])) if found else None

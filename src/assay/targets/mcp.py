@@ -1,0 +1,296 @@
+"""``mcp+stdio:COMMAND ARGS…`` and ``mcp+http://HOST:PORT/PATH`` — a tool of an MCP server.
+
+Each trial calls the tool the suite's ``call.tool`` names, with the case
+input as its arguments, through the official ``mcp`` SDK (SPEC §4). One
+server (one session) serves every trial unless the suite asks for
+``call: {tool: …, fresh: true}``; see ``docs/decisions/0009-mcp-servers.md``.
+
+What the trace says:
+
+- the output is the result's structured content when there is some, else
+  its text (decoded when it is JSON); ``is_error`` gives status ``error``;
+- an error the server answers at the protocol level (unknown tool, invalid
+  params: a JSON-RPC error) gives status ``error`` with ``protocol error: …``
+  and an ``error`` event, apart from a tool's own ``is_error``;
+- a connection that breaks (the server died, the socket dropped) breaks the
+  trial; a stdio server is restarted, an HTTP session reopened, for the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import os
+import shlex
+import shutil
+import textwrap
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import HarnessFailure, UsageError
+from ..model import Event, Trace
+from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .mcp_connection import (
+    Answer,
+    ConnectFailed,
+    Connection,
+    ConnectionLost,
+    ProtocolError,
+    http_connection,
+    mute_sdk_logs,
+    stdio_connection,
+)
+
+#: How long a server may take to start and answer the handshake.
+START_TIMEOUT_S = 60.0
+
+#: The keys of a suite's ``call:`` mapping an MCP target reads.
+CALL_KEYS = ("tool", "fresh")
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """The suite's ``call:``: which tool each case input goes to, and the server's lifetime."""
+
+    tool: str
+    fresh: bool = False
+
+
+def call_options(call: dict[str, Any] | None, uri: str) -> CallOptions:
+    """Read ``call:``; a missing tool or a bad value is a harness failure (nothing can run).
+
+    Keys other targets read (``max_steps`` …) are left alone, so one suite
+    can run against several; a key that looks like a misspelt ``tool`` or
+    ``fresh`` is refused rather than silently ignored.
+    """
+    call = call or {}
+    for key in sorted(set(call) - set(CALL_KEYS)):
+        meant = difflib.get_close_matches(key, [k for k in CALL_KEYS if k not in call], n=1,
+                                          cutoff=0.7)
+        if meant:
+            raise HarnessFailure(f"target {uri}: the suite's `call` has {key!r}; "
+                                 f"did you mean {meant[0]!r}?")
+    tool = call.get("tool")
+    if not isinstance(tool, str) or not tool:
+        raise HarnessFailure(f"target {uri}: the suite's `call` names no tool; an MCP target "
+                             "calls `call.tool` with each case input (add `call: {tool: NAME}`)")
+    fresh = call.get("fresh", False)
+    if not isinstance(fresh, bool):
+        raise HarnessFailure(f"target {uri}: `call.fresh` must be true or false")
+    return CallOptions(tool=tool, fresh=fresh)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a list" if isinstance(value, list) else "a string"
+
+
+class McpTarget:
+    """A tool of an MCP server, over stdio (a subprocess) or streamable HTTP."""
+
+    evidence = evidence(output="observed", tool_calls="observed")
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        self.uri = uri
+        self.options = options
+        self._argv: list[str] = []
+        self._url = ""
+        if uri.startswith("mcp+stdio:"):
+            try:
+                self._argv = shlex.split(uri.removeprefix("mcp+stdio:"))
+            except ValueError as exc:
+                raise UsageError(f"target {uri!r}: cannot parse the command: {exc}") from None
+            if not self._argv:
+                raise UsageError(f"target {uri!r}: give the command that starts the server, "
+                                 "e.g. mcp+stdio:python server.py")
+        else:
+            self._url = uri.removeprefix("mcp+")
+            if not urlsplit(self._url).hostname:
+                raise UsageError(f"target {uri!r}: give the server's URL, "
+                                 "e.g. mcp+http://127.0.0.1:8000/mcp")
+        self.facets = {"harness": "mcp+stdio" if self._argv else "mcp+http"}
+        self._command: list[str] = []
+        self._shared: Connection | None = None
+        self._lock = asyncio.Lock()
+        self._connections: set[Connection] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        self._server = ""
+
+    @property
+    def stdio(self) -> bool:
+        """True for a server started as a subprocess."""
+        return bool(self._argv)
+
+    # ------------------------------------------------------------------ connections
+
+    def _resolve_command(self) -> list[str]:
+        command, *args = self._argv
+        if os.sep in command or (os.altsep and os.altsep in command):
+            path = Path(command).expanduser()
+            if not path.is_absolute():
+                path = self.options.base_dir / path
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                raise HarnessFailure(f"target {self.uri}: {path} is not an executable file")
+            return [str(path), *args]
+        if shutil.which(command) is None:
+            raise HarnessFailure(f"target {self.uri}: command {command!r} not found on PATH")
+        return [command, *args]
+
+    async def _connect(self) -> Connection:
+        if self.stdio:
+            connection = stdio_connection(self._command[0], self._command[1:],
+                                          self.options.base_dir)
+        else:
+            connection = http_connection(self._url)
+        self._connections.add(connection)
+        try:
+            await connection.open(START_TIMEOUT_S)
+        except ConnectFailed:
+            self._connections.discard(connection)
+            raise
+        return connection
+
+    async def _release(self, connection: Connection) -> None:
+        await connection.close()
+        self._connections.discard(connection)
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ the protocol
+
+    async def start(self) -> None:
+        """Start (or reach) the server and shake hands; failing that is a harness failure."""
+        try:
+            import mcp  # noqa: F401 - only to say so when it is missing
+        except ImportError:
+            raise HarnessFailure(f"target {self.uri}: the mcp package is not installed "
+                                 "(pip install 'assay[mcp]')") from None
+        mute_sdk_logs()
+        if self.stdio:
+            self._command = self._resolve_command()
+        try:
+            connection = await self._connect()
+        except ConnectFailed as exc:
+            what = "did not start" if self.stdio else f"cannot be reached at {self._url}"
+            message = f"target {self.uri}: the MCP server {what}: {exc}"
+            if exc.stderr:  # no case has run yet: its stderr cannot quote one
+                message += "\nits stderr ends with:\n" + textwrap.indent(exc.stderr, "  ")
+            raise HarnessFailure(message) from None
+        self._shared = connection
+        if connection.server_name:
+            self._server = f"{connection.server_name}/{connection.server_version}"
+            self.facets["host_version"] = self._server
+        if connection.protocol_version:
+            self.facets["mcp_protocol"] = connection.protocol_version
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """Call ``call.tool`` with the case input as its arguments."""
+        call = call_options(request.call, self.uri)
+        arguments = request.case.input
+        if not isinstance(arguments, dict):
+            raise TrialBroken(f"the case input is {_json_kind(arguments)}; an MCP tool takes "
+                              "an object of named arguments")
+        if call.fresh:
+            return await self._run_fresh(call.tool, arguments)
+        return await self._call(await self._shared_connection(), call.tool, arguments)
+
+    async def _shared_connection(self) -> Connection:
+        connection = self._shared
+        if connection is not None and not connection.lost:
+            return connection
+        async with self._lock:  # one restart, however many trials find the server gone
+            connection = self._shared
+            if connection is not None and not connection.lost:
+                return connection
+            if connection is not None:
+                self._shared = None
+                await self._release(connection)
+            try:
+                self._shared = await self._connect()
+            except ConnectFailed as exc:
+                again = "restarted" if self.stdio else "reached again"
+                raise TrialBroken(f"the MCP server could not be {again}: {exc}") from None
+            return self._shared
+
+    async def _run_fresh(self, tool: str, arguments: dict[str, Any]) -> Trace:
+        if self._shared is not None:  # the server start() checked serves no trial here
+            connection, self._shared = self._shared, None
+            self._later(self._release(connection))
+        try:
+            connection = await self._connect()
+        except ConnectFailed as exc:
+            raise TrialBroken(f"the MCP server did not start: {exc}") from None
+        try:
+            trace = await self._call(connection, tool, arguments)
+        except asyncio.CancelledError:  # a timeout: stop the server without holding the trial
+            self._later(self._release(connection))
+            raise
+        except BaseException:
+            await self._release(connection)
+            raise
+        await self._release(connection)
+        return trace
+
+    async def _call(self, connection: Connection, tool: str, arguments: dict[str, Any]) -> Trace:
+        started = time.perf_counter()
+        try:
+            answer = await connection.call(tool, arguments)
+        except ConnectionLost as lost:
+            after = "it is restarted" if self.stdio else "the next trial reconnects"
+            raise TrialBroken(f"MCP server connection lost ({lost}); {after}") from None
+        except ProtocolError as exc:
+            return self._trace(tool, arguments, started, None, f"protocol error: {exc}")
+        error = (answer.text or "the tool reported an error") if answer.is_error else None
+        return self._trace(tool, arguments, started, answer, error)
+
+    def _trace(self, tool: str, arguments: dict[str, Any], started: float,
+               answer: Answer | None, error: str | None) -> Trace:
+        duration = time.perf_counter() - started
+        events = [Event(kind="tool_call", name=tool, arguments=arguments, call_id="call-1", t=0.0)]
+        if answer is None:  # a protocol error: the call got no result at all
+            events.append(Event(kind="error", name=tool, call_id="call-1", text=error,
+                                is_error=True, t=duration))
+        else:
+            events.append(Event(kind="tool_result", name=tool, call_id="call-1",
+                                result=answer.output, is_error=answer.is_error, t=duration))
+        return Trace(
+            output=answer.output if answer is not None else None,
+            status="ok" if error is None else "error", error=error, events=events, steps=1,
+            settled=error is None, duration_s=duration,
+            facets=dict(self.facets), evidence=dict(self.evidence),
+        )
+
+    async def close(self) -> None:
+        """Stop every server this target started (or close every session it opened)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=30)
+        self._shared = None
+        connections = list(self._connections)
+        self._connections.clear()
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+    def digest(self) -> str:
+        """The URI, the server's name and version, and the bytes of script files it names."""
+        h = hashlib.sha256(self.uri.encode())
+        h.update(self._server.encode())
+        for arg in self._argv[1:]:
+            path = self.options.base_dir / arg
+            try:
+                if path.is_file() and path.stat().st_size <= 10_000_000:
+                    h.update(path.read_bytes())
+            except OSError:
+                continue
+        return "sha256:" + h.hexdigest()

@@ -1,0 +1,284 @@
+"""``openai:MODEL`` — a chat model behind an OpenAI-compatible server; assay runs the tool loop.
+
+Each trial sends the case input, with the case fixture's tools, to
+``POST {base}/chat/completions``; every tool call the model makes is
+recorded and answered from the fixture, and the loop goes on until the model
+answers without calling a tool (settled) or the step limit is reached (not
+settled). The provider key is not ours (principle 10): assay passes none of
+its own, never reads the value of ``OPENAI_API_KEY`` (the SDK does, when the
+user set it for their server), and never records or prints it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import HarnessFailure, UsageError
+from ..model import Event, Evidence, Status, Trace, Usage
+from ..model.fixture import ToolFixture
+from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .chat import (
+    LoopOptions,
+    ask_tools,
+    first_messages,
+    output_of,
+    parse_arguments,
+    tool_content,
+    tool_specs,
+)
+from .prices import PriceTable, load_prices
+from .recorder import fixture_result, json_value
+
+#: Where the server is when ``--base-url`` is not given.
+BASE_URL_ENV = "ASSAY_OPENAI_BASE_URL"
+#: The SDK wants some key; a local server ignores it.
+_NO_KEY = "unused"
+#: Server answers that mean the model cannot be used at all, not that one trial went wrong.
+_CANNOT_USE = {401: "refused the request (a key or permission is missing)",
+               403: "refused the request (a key or permission is missing)",
+               404: "does not serve this model"}
+
+
+class OpenAITarget:
+    """A chat model driven through the official ``openai`` SDK; see the module docstring."""
+
+    def __init__(self, uri: str, options: TargetOptions) -> None:
+        self.uri = uri
+        self.model = uri.removeprefix("openai:")
+        if not self.model:
+            raise UsageError(f"target {uri!r}: name the model, e.g. openai:qwen2.5:7b")
+        self.options = options
+        self.base_url = options.base_url or os.environ.get(BASE_URL_ENV) or None
+        if self.base_url is not None:
+            parts = urlsplit(self.base_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise UsageError(f"base URL {self.base_url!r} is not an http(s):// URL")
+        self.prices: PriceTable = load_prices()
+        priced = self.prices.lookup(self.model) is not None
+        self.evidence = evidence(output="observed", tool_calls="observed", asks="observed",
+                                 steps="observed", cost="inferred" if priced else "unavailable")
+        self.facets = {"harness": "openai", "model": self.model}
+        self._client: Any = None
+        self._reported: str | None = None
+
+    async def start(self) -> None:
+        """Check the server takes connections, make the client; refused is a harness failure."""
+        if self.base_url is None:
+            raise HarnessFailure(
+                f"target {self.uri}: no server to talk to; give --base-url URL or set "
+                f"{BASE_URL_ENV} (e.g. http://127.0.0.1:11434/v1 for Ollama, "
+                "http://127.0.0.1:8000/v1 for vLLM)")
+        try:
+            import openai
+        except ImportError:
+            raise HarnessFailure(f"target {self.uri}: the openai package is not installed "
+                                 "(pip install 'assay[openai]')") from None
+        parts = urlsplit(self.base_url)
+        host = parts.hostname or "localhost"
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
+            writer.close()
+            await writer.wait_closed()
+        except (OSError, TimeoutError) as exc:
+            raise HarnessFailure(f"target {self.uri}: cannot connect to {host}:{port}: "
+                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        # With OPENAI_API_KEY set the SDK reads it itself; its value never passes through us.
+        key = None if "OPENAI_API_KEY" in os.environ else _NO_KEY
+        # No retries: a server error is reported as a broken trial, not hidden by a retry.
+        # No client timeout: the battery's per-trial timeout is the one that counts.
+        self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key,
+                                          max_retries=0, timeout=None)
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One conversation: model turns and tool calls until an answer or the step limit."""
+        try:
+            loop = LoopOptions.from_call(request.call)
+        except ValueError as exc:
+            raise TrialBroken(str(exc)) from None
+        return await _Conversation(self, request, loop).run()
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                       loop: LoopOptions) -> Any:
+        """One model call; server trouble breaks the trial, an unusable model the run."""
+        import openai
+
+        assert self._client is not None, "start() first"
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        try:
+            reply = await self._client.chat.completions.create(
+                model=self.model, messages=messages, **extra, **loop.sampling())
+        except openai.APIStatusError as exc:
+            if exc.status_code in _CANNOT_USE:
+                # The server's own text is left out: a 401 may quote part of the key.
+                raise HarnessFailure(f"target {self.uri}: the server at {self.base_url} "
+                                     f"{_CANNOT_USE[exc.status_code]} "
+                                     f"(HTTP {exc.status_code})") from None
+            raise TrialBroken(f"the server answered HTTP {exc.status_code}: "
+                              f"{_short(exc.message)}") from None
+        except openai.APIConnectionError as exc:
+            raise TrialBroken(f"lost the server: {_short(str(exc))}"
+                              f"{_cause(exc)}") from None
+        except openai.OpenAIError as exc:
+            raise TrialBroken(f"bad reply from the server: {type(exc).__name__}: "
+                              f"{_short(str(exc))}") from None
+        if not getattr(reply, "choices", None):
+            raise TrialBroken("the server's reply has no choices")
+        reported = getattr(reply, "model", None)
+        if reported and self._reported is None:
+            self._reported = self.facets["model"] = str(reported)
+        return reply
+
+    async def close(self) -> None:
+        """Close the SDK's connection pool."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def digest(self) -> str:
+        """The URI and the server it is served from (without any user:password part)."""
+        h = hashlib.sha256(self.uri.encode())
+        if self.base_url is not None:
+            parts = urlsplit(self.base_url)
+            h.update(f"{parts.scheme}://{parts.hostname}:{parts.port}{parts.path}".encode())
+        return "sha256:" + h.hexdigest()
+
+
+class _Conversation:
+    """One trial's loop and what it recorded."""
+
+    def __init__(self, target: OpenAITarget, request: TrialRequest, loop: LoopOptions) -> None:
+        self.target = target
+        self.loop = loop
+        self.fixture: ToolFixture | None = request.tools
+        self.base_dir = request.fixture.parent if request.fixture is not None else None
+        self.asks = ask_tools(self.fixture)
+        self.tools = tool_specs(self.fixture)
+        self.messages = first_messages(request.case.input, loop.system)
+        self.events: list[Event] = []
+        self.usage = Usage()
+        self.priced = True
+        self.model: str | None = None
+        self._start = time.perf_counter()
+        self._calls = 0
+
+    def _t(self) -> float:
+        return round(time.perf_counter() - self._start, 6)
+
+    async def run(self) -> Trace:
+        steps = 0
+        while steps < self.loop.max_steps:
+            reply = await self.target.complete(self.messages, self.tools, self.loop)
+            steps += 1
+            self._count(reply)
+            message = reply.choices[0].message
+            text: str | None = getattr(message, "content", None) or None
+            refusal: str | None = getattr(message, "refusal", None) or None
+            calls = list(getattr(message, "tool_calls", None) or [])
+            if text is not None:
+                self.events.append(Event(kind="message", text=text, t=self._t()))
+            if refusal is not None:
+                self.events.append(Event(kind="message", text=refusal, t=self._t()))
+                return self._trace("refused", refusal, steps, settled=True)
+            if not calls:
+                return self._trace("ok", output_of(text), steps, settled=True)
+            await self._tool_turn(text, calls)
+        error = f"step limit: {steps} model calls without a final answer"
+        return self._trace("timeout", None, steps, settled=False, error=error)
+
+    def _count(self, reply: Any) -> None:
+        model = str(getattr(reply, "model", "") or "") or None
+        self.model = self.model or model
+        usage = getattr(reply, "usage", None)
+        tokens_in = getattr(usage, "prompt_tokens", None)
+        tokens_out = getattr(usage, "completion_tokens", None)
+        if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
+            self.priced = False  # the server said nothing of tokens: no cost to infer
+            return
+        price = self.target.prices.lookup(model, self.target.model)
+        if price is None:
+            self.priced = False
+        cost = price.cost(tokens_in, tokens_out) if price is not None else 0.0
+        self.usage = self.usage.add(Usage(input_tokens=tokens_in, output_tokens=tokens_out,
+                                          cost_usd=cost))
+
+    async def _tool_turn(self, text: str | None, calls: list[Any]) -> None:
+        said: list[dict[str, Any]] = []
+        answers: list[dict[str, Any]] = []
+        for call in calls:
+            self._calls += 1
+            function = getattr(call, "function", None)
+            name = str(getattr(function, "name", None) or "")
+            raw = getattr(function, "arguments", None)
+            call_id = str(getattr(call, "id", None) or f"call-{self._calls}")
+            said.append({"id": call_id, "type": "function",
+                         "function": {"name": name, "arguments": raw or ""}})
+            content = await self._answer(call_id, name, raw)
+            answers.append({"role": "tool", "tool_call_id": call_id, "content": content})
+        self.messages.append({"role": "assistant", "content": text, "tool_calls": said})
+        self.messages.extend(answers)
+
+    async def _answer(self, call_id: str, name: str, raw: str | None) -> str:
+        """Record one tool call and what it answered; return the tool message's content."""
+        ok, arguments = parse_arguments(raw)
+        if ok and name in self.asks and self.fixture is not None:
+            question = arguments.get("question") if isinstance(arguments, dict) else None
+            text = question if isinstance(question, str) else tool_content(arguments)
+            answer = self.fixture.answers.get(name)
+            self.events.append(Event(kind="ask", name=name, text=text, call_id=call_id,
+                                     t=self._t()))
+            self.events.append(Event(kind="answer", name=name, result=answer, call_id=call_id,
+                                     t=self._t()))
+            return tool_content(answer)
+        self.events.append(Event(kind="tool_call", name=name, arguments=arguments if ok else raw,
+                                 call_id=call_id, t=self._t()))
+        if not ok:
+            return self._error(call_id, name, arguments)
+        tool = self.fixture.tool(name) if self.fixture is not None else None
+        if tool is None:
+            known = ", ".join(t["function"]["name"] for t in self.tools) or "none"
+            return self._error(call_id, name, f"there is no tool {name!r} (tools: {known})")
+        if not isinstance(arguments, dict):
+            return self._error(call_id, name, "arguments must be a JSON object")
+        try:
+            if tool.handler is not None:  # user code: keep it off the event loop
+                result = await asyncio.to_thread(fixture_result, tool, arguments, self.base_dir)
+            else:
+                result = fixture_result(tool, arguments, self.base_dir)
+            result = json_value(result, f"the result of tool {name!r}")
+        except Exception as exc:  # a failing tool is news for the model, as it would be live
+            return self._error(call_id, name, f"{type(exc).__name__}: {exc}")
+        self.events.append(Event(kind="tool_result", name=name, call_id=call_id, result=result,
+                                 t=self._t()))
+        return tool_content(result)
+
+    def _error(self, call_id: str, name: str, why: str) -> str:
+        self.events.append(Event(kind="tool_result", name=name, call_id=call_id, result=why,
+                                 is_error=True, t=self._t()))
+        return f"error: {why}"
+
+    def _trace(self, status: Status, output: Any, steps: int, *, settled: bool,
+               error: str | None = None) -> Trace:
+        given = dict(self.target.evidence)
+        given["cost"] = Evidence.INFERRED if self.priced else Evidence.UNAVAILABLE
+        usage = self.usage if self.priced else self.usage.model_copy(update={"cost_usd": 0.0})
+        facets = {"harness": "openai", "model": self.model or self.target.model}
+        return Trace(output=output, status=status, error=error, events=self.events,
+                     usage=usage, steps=steps, settled=settled,
+                     duration_s=time.perf_counter() - self._start, facets=facets,
+                     evidence=given)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f" ({_short(str(cause), 120)})" if cause is not None and str(cause) else ""

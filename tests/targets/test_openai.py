@@ -1,0 +1,501 @@
+"""``openai:MODEL`` against a real OpenAI-compatible server on loopback (the example's stub).
+
+The server is examples/support/stub_model.py, imported by path: one
+implementation serves the demo and these tests. Nothing of assay is patched;
+the official SDK talks HTTP to the stub, which answers as the script says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from assay.errors import HarnessFailure
+from assay.model import Case, Evidence, Trace
+from assay.model.fixture import ToolFixture
+from assay.suites.fixtures import load_tool_fixture
+from assay.targets import Target, TargetOptions, TrialBroken, TrialRequest, make_target
+
+ROOT = Path(__file__).resolve().parents[2]
+STUB_FILE = ROOT / "examples" / "support" / "stub_model.py"
+
+
+def _load_stub() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("assay_example_stub_model", STUB_FILE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+stub_model = _load_stub()
+
+FIXTURE = """\
+tools:
+  - name: crm.lookup
+    description: Look a customer up
+    parameters: {type: object, properties: {customer: {type: string}}, required: [customer]}
+    results:
+      - when: {customer: C-1}
+        result: {tier: gold}
+      - result: {tier: none}
+  - name: erp.refund
+    parameters: {type: object, properties: {order: {type: string}}}
+    result: {ok: true}
+answers: {ask_user: "yes, go ahead"}
+"""
+
+
+def _call(name: str, arguments: Any = None, call_id: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
+    if call_id is not None:
+        call["id"] = call_id
+    return call
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's own server, prices or key must not leak into these tests."""
+    for name in ("ASSAY_OPENAI_BASE_URL", "ASSAY_PRICES", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def stub() -> Iterator[Callable[[dict[str, list[dict[str, Any]]]], Any]]:
+    """Start a stub server scripted by prompt; stopped after the test."""
+    servers: list[Any] = []
+
+    def start(table: dict[str, list[dict[str, Any]]]) -> Any:
+        server = stub_model.StubServer(stub_model.by_prompt(table))
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> tuple[Path, ToolFixture]:
+    path = tmp_path / "tools.yaml"
+    path.write_text(FIXTURE, encoding="utf-8")
+    return path, load_tool_fixture(path)
+
+
+def target_for(base_url: str | None, model: str = "test-model", base_dir: Path | None = None
+               ) -> Target:
+    return make_target(f"openai:{model}",
+                       TargetOptions(base_dir=base_dir or Path.cwd(), base_url=base_url))
+
+
+def trial(case_input: Any, fixture: tuple[Path, ToolFixture] | None = None,
+          call: dict[str, Any] | None = None, n: int = 1) -> TrialRequest:
+    path, tools = fixture if fixture is not None else (None, None)
+    return TrialRequest(case=Case(id="c1", input=case_input), n=n, timeout_s=10.0,
+                        fixture=path, tools=tools, call=call)
+
+
+async def _run(target: Target, requests: list[TrialRequest]) -> list[Trace]:
+    await target.start()
+    try:
+        return [await target.run(r) for r in requests]
+    finally:
+        await target.close()
+
+
+def run(target: Target, *requests: TrialRequest) -> list[Trace]:
+    return asyncio.run(_run(target, list(requests)))
+
+
+def kinds(trace: Trace) -> list[str]:
+    return [e.kind for e in trace.events]
+
+
+def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] == "tool"]
+
+
+# --- the loop ------------------------------------------------------------------
+
+
+def test_a_text_answer_is_the_output_and_the_trial_settles(stub: Any) -> None:
+    server = stub({"hi": [{"content": "Hello! How can I help?"}]})
+    [trace] = run(target_for(server.url), trial("hi"))
+    assert (trace.status, trace.output, trace.settled, trace.steps) == (
+        "ok", "Hello! How can I help?", True, 1)
+    assert server.auth == ["Bearer unused"]  # no key set: a placeholder, never one of ours
+    assert kinds(trace) == ["message"]
+    assert trace.facets == {"harness": "openai", "model": "test-model"}
+    assert trace.evidence_for("tool_calls") is Evidence.OBSERVED
+    assert trace.evidence_for("steps") is Evidence.OBSERVED
+    assert server.seen[0]["messages"] == [{"role": "user", "content": "hi"}]
+    assert "tools" not in server.seen[0]  # no fixture, no tools
+
+
+def test_a_json_object_answer_is_decoded_other_text_is_kept(stub: Any) -> None:
+    server = stub({"a": [{"content": ' {"answer": 42, "cites": ["x"]} '}],
+                   "b": [{"content": "42"}]})
+    first, second = run(target_for(server.url), trial("a"), trial("b"))
+    assert first.output == {"answer": 42, "cites": ["x"]}
+    assert second.output == "42"
+
+
+def test_one_tool_call_is_recorded_and_its_fixture_result_goes_back_to_the_model(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"who is C-1?": [
+        {"tool_calls": [_call("crm.lookup", {"customer": "C-1"}, call_id="call_abc")]},
+        {"content": "C-1 is gold."},
+    ]})
+    [trace] = run(target_for(server.url), trial("who is C-1?", tools, {"system": "Be brief."}))
+    assert (trace.status, trace.output, trace.settled, trace.steps) == (
+        "ok", "C-1 is gold.", True, 2)
+    call, result, message = trace.events
+    assert (call.kind, call.name, call.arguments, call.call_id) == (
+        "tool_call", "crm.lookup", {"customer": "C-1"}, "call_abc")
+    assert (result.kind, result.result, result.call_id, result.is_error) == (
+        "tool_result", {"tier": "gold"}, "call_abc", False)
+    assert message.text == "C-1 is gold."
+    first, second = server.seen
+    assert first["messages"][0] == {"role": "system", "content": "Be brief."}
+    declared = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert set(declared) == {"crm.lookup", "erp.refund", "ask_user"}
+    assert declared["crm.lookup"]["parameters"]["required"] == ["customer"]
+    assert declared["crm.lookup"]["description"] == "Look a customer up"
+    [answer] = tool_messages(second)
+    assert answer["tool_call_id"] == "call_abc"
+    assert json.loads(answer["content"]) == {"tier": "gold"}
+    assistant = second["messages"][-2]
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "crm.lookup", "arguments": '{"customer": "C-1"}'}
+
+
+def test_parallel_tool_calls_in_one_turn_are_all_recorded_and_answered(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"compare": [
+        {"tool_calls": [_call("crm.lookup", {"customer": "C-1"}),
+                        _call("crm.lookup", {"customer": "C-7"}),
+                        _call("erp.refund", {"order": "A-1"})]},
+        {"content": "done"},
+    ]})
+    [trace] = run(target_for(server.url), trial("compare", tools))
+    assert trace.steps == 2
+    calls = [e for e in trace.events if e.kind == "tool_call"]
+    results = [e for e in trace.events if e.kind == "tool_result"]
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("crm.lookup", {"customer": "C-1"}), ("crm.lookup", {"customer": "C-7"}),
+        ("erp.refund", {"order": "A-1"})]
+    assert [r.result for r in results] == [{"tier": "gold"}, {"tier": "none"}, {"ok": True}]
+    assert [c.call_id for c in calls] == [r.call_id for r in results]
+    assert len(set(c.call_id for c in calls)) == 3
+    answered = tool_messages(server.seen[1])
+    assert [m["tool_call_id"] for m in answered] == [c.call_id for c in calls]
+    assert [json.loads(m["content"]) for m in answered] == [r.result for r in results]
+
+
+def test_malformed_tool_arguments_are_recorded_raw_and_the_model_is_told(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"go": [
+        {"tool_calls": [_call("crm.lookup", '{"customer": "C-1"')]},
+        {"tool_calls": [_call("crm.lookup", '["C-1"]')]},
+        {"content": "sorry"},
+    ]})
+    [trace] = run(target_for(server.url), trial("go", tools))
+    assert (trace.status, trace.settled, trace.steps) == ("ok", True, 3)
+    first, first_result, second, second_result, _ = trace.events
+    assert first.arguments == '{"customer": "C-1"'
+    assert first_result.is_error and "not valid JSON" in first_result.result
+    assert second.arguments == ["C-1"]
+    assert second_result.is_error and "JSON object" in second_result.result
+    [told] = tool_messages(server.seen[1])
+    assert told["content"].startswith("error: arguments are not valid JSON")
+
+
+def test_a_call_to_a_tool_the_fixture_lacks_is_an_error_result_not_a_crash(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"go": [{"tool_calls": [_call("erp.delete_everything", {"x": 1})]},
+                          {"content": "could not"}]})
+    [trace] = run(target_for(server.url), trial("go", tools))
+    call, result, _ = trace.events
+    assert (call.kind, call.name, call.arguments) == ("tool_call", "erp.delete_everything",
+                                                      {"x": 1})
+    assert result.is_error and "no tool 'erp.delete_everything'" in result.result
+    assert "crm.lookup" in tool_messages(server.seen[1])[0]["content"]
+    assert trace.status == "ok"
+
+
+def test_a_failing_handler_answers_the_model_with_the_error(stub: Any, tmp_path: Path) -> None:
+    (tmp_path / "flaky_tools_mod.py").write_text(textwrap.dedent("""
+        def transfer(arguments):
+            raise PermissionError("finance staff only")
+    """), encoding="utf-8")
+    path = tmp_path / "tools.yaml"
+    path.write_text("tools:\n  - name: erp.transfer\n    handler: flaky_tools_mod:transfer\n",
+                    encoding="utf-8")
+    server = stub({"pay": [{"tool_calls": [_call("erp.transfer", {"amount": 5})]},
+                           {"content": "not allowed"}]})
+    try:
+        [trace] = run(target_for(server.url), trial("pay", (path, load_tool_fixture(path))))
+    finally:
+        sys.modules.pop("flaky_tools_mod", None)
+        while str(tmp_path.resolve()) in sys.path:
+            sys.path.remove(str(tmp_path.resolve()))
+    result = trace.events[1]
+    assert result.is_error and result.result == "PermissionError: finance staff only"
+    assert trace.output == "not allowed"
+
+
+def test_the_step_limit_ends_an_endless_tool_loop_unsettled(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"loop": [{"tool_calls": [_call("crm.lookup", {"customer": "C-1"})]}]})
+    [trace] = run(target_for(server.url), trial("loop", tools, {"max_steps": 3}))
+    assert (trace.settled, trace.status, trace.steps, trace.output) == (False, "timeout", 3, None)
+    assert "step limit" in (trace.error or "")
+    assert kinds(trace).count("tool_call") == 3
+    assert len(server.seen) == 3
+
+
+def test_a_bad_max_steps_breaks_the_trial_with_the_reason(stub: Any) -> None:
+    server = stub({"hi": [{"content": "hello"}]})
+    with pytest.raises(TrialBroken, match="max_steps"):
+        run(target_for(server.url), trial("hi", call={"max_steps": 0}))
+
+
+def test_the_ask_tool_records_an_ask_and_answers_from_the_fixture(
+        stub: Any, tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"refund": [
+        {"tool_calls": [_call("ask_user", {"question": "Refund $450?"})]},
+        {"tool_calls": [_call("erp.refund", {"order": "A-3"})]},
+        {"content": "refunded"},
+    ]})
+    [trace] = run(target_for(server.url), trial("refund", tools))
+    assert kinds(trace) == ["ask", "answer", "tool_call", "tool_result", "message"]
+    ask, answer = trace.events[:2]
+    assert (ask.name, ask.text, answer.result) == ("ask_user", "Refund $450?", "yes, go ahead")
+    assert ask.call_id == answer.call_id
+    assert tool_messages(server.seen[1])[0]["content"] == "yes, go ahead"
+    assert trace.evidence_for("asks") is Evidence.OBSERVED
+
+
+def test_a_refusal_is_status_refused(stub: Any) -> None:
+    server = stub({"bad": [{"content": None, "refusal": "I can't help with that."}]})
+    [trace] = run(target_for(server.url), trial("bad"))
+    assert (trace.status, trace.output, trace.settled) == ("refused", "I can't help with that.",
+                                                          True)
+
+
+def test_input_forms_reach_the_model_as_messages(stub: Any) -> None:
+    server = stub({"p": [{"content": "ok"}], '{"order":"A-1"}': [{"content": "ok"}],
+                   "m": [{"content": "ok"}]})
+    run(target_for(server.url),
+        trial({"prompt": "p", "system": "S"}),
+        trial({"order": "A-1"}),
+        trial({"messages": [{"role": "user", "content": "m"}]}, call={"system": "T"}))
+    assert [r["messages"] for r in server.seen] == [
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "p"}],
+        [{"role": "user", "content": '{"order":"A-1"}'}],
+        [{"role": "system", "content": "T"}, {"role": "user", "content": "m"}],
+    ]
+
+
+def test_trials_run_concurrently_on_one_target(stub: Any,
+                                               tools: tuple[Path, ToolFixture]) -> None:
+    server = stub({"q": [{"tool_calls": [_call("crm.lookup", {"customer": "C-1"})]},
+                         {"content": "gold"}]})
+    target = target_for(server.url)
+
+    async def go() -> list[Trace]:
+        await target.start()
+        try:
+            return list(await asyncio.gather(*(target.run(trial("q", tools, n=n))
+                                               for n in range(1, 9))))
+        finally:
+            await target.close()
+
+    traces = asyncio.run(go())
+    assert [t.output for t in traces] == ["gold"] * 8
+    assert len(server.seen) == 16
+
+
+# --- usage and cost --------------------------------------------------------------
+
+
+def test_tokens_are_summed_and_priced_from_the_users_table(
+        stub: Any, tools: tuple[Path, ToolFixture], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("priced-model: {input: 2.0, output: 10}\n", encoding="utf-8")
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    server = stub({"q": [
+        {"tool_calls": [_call("crm.lookup", {"customer": "C-1"})], "usage": [1000, 100],
+         "model": "priced-model-2025-01-31"},
+        {"content": "gold", "usage": [2000, 50], "model": "priced-model-2025-01-31"},
+    ]})
+    target = target_for(server.url, model="priced-model")
+    assert target.evidence["cost"] is Evidence.INFERRED
+    [trace] = run(target, trial("q", tools))
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == (3000, 150)
+    assert trace.usage.cost_usd == pytest.approx((3000 * 2.0 + 150 * 10) / 1e6)
+    assert trace.evidence_for("cost") is Evidence.INFERRED
+    # The model the server reports names the trial and, from then on, the target.
+    assert trace.facets["model"] == "priced-model-2025-01-31"
+    assert target.facets["model"] == "priced-model-2025-01-31"
+
+
+def test_a_model_without_a_price_costs_nothing_and_says_the_cost_is_unavailable(
+        stub: Any) -> None:
+    server = stub({"q": [{"content": "hi", "usage": [10, 5]}],
+                   "silent": [{"content": "hi", "usage": None}]})
+    target = target_for(server.url, model="local-llama")
+    assert target.evidence["cost"] is Evidence.UNAVAILABLE
+    priced, silent = run(target, trial("q"), trial("silent"))
+    assert (priced.usage.input_tokens, priced.usage.output_tokens) == (10, 5)
+    assert priced.usage.cost_usd == 0.0
+    assert priced.evidence_for("cost") is Evidence.UNAVAILABLE
+    assert silent.usage.input_tokens == 0
+    assert silent.evidence_for("cost") is Evidence.UNAVAILABLE
+
+
+def test_a_shipped_price_is_used_for_a_known_model(stub: Any) -> None:
+    server = stub({"q": [{"content": "hi", "usage": [1_000_000, 1_000_000]}]})
+    [trace] = run(target_for(server.url, model="gpt-4o-mini"), trial("q"))
+    assert trace.usage.cost_usd == pytest.approx(0.15 + 0.60)
+    assert trace.evidence_for("cost") is Evidence.INFERRED
+
+
+# --- server trouble ------------------------------------------------------------------
+
+
+def test_a_server_error_breaks_the_trial_with_the_reason(stub: Any) -> None:
+    server = stub({"q": [{"status": 500}], "r": [{"status": 429}]})
+    target = target_for(server.url)
+    for prompt, status in (("q", "500"), ("r", "429")):
+        with pytest.raises(TrialBroken, match=f"HTTP {status}"):
+            run(target, trial(prompt))
+
+
+def test_a_model_the_server_does_not_serve_is_a_harness_failure(stub: Any) -> None:
+    server = stub({"q": [{"status": 404}]})
+    with pytest.raises(HarnessFailure, match="does not serve this model"):
+        run(target_for(server.url), trial("q"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_a_server_that_refuses_connections_at_start_is_a_harness_failure() -> None:
+    port = _free_port()
+    with pytest.raises(HarnessFailure, match=f"cannot connect to 127.0.0.1:{port}"):
+        run(target_for(f"http://127.0.0.1:{port}/v1"), trial("q"))
+
+
+def test_a_server_gone_mid_run_breaks_the_trial(stub: Any) -> None:
+    server = stub({"q": [{"content": "hi"}]})
+    target = target_for(server.url)
+
+    async def go() -> None:
+        await target.start()
+        try:
+            server.close()
+            await target.run(trial("q"))
+        finally:
+            await target.close()
+
+    with pytest.raises(TrialBroken, match="lost the server"):
+        asyncio.run(go())
+
+
+def test_no_base_url_is_a_harness_failure_that_says_how_to_give_one() -> None:
+    with pytest.raises(HarnessFailure, match="--base-url") as caught:
+        run(target_for(None), trial("q"))
+    assert "ASSAY_OPENAI_BASE_URL" in str(caught.value)
+
+
+def test_the_base_url_comes_from_the_environment_when_not_given(
+        stub: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = stub({"q": [{"content": "from env"}]})
+    monkeypatch.setenv("ASSAY_OPENAI_BASE_URL", server.url)
+    [trace] = run(target_for(None), trial("q"))
+    assert trace.output == "from env"
+
+
+# --- the key --------------------------------------------------------------------------
+
+CANARY = "sk-CANARY-0123456789abcdef"
+
+
+def test_the_api_key_goes_to_the_users_server_and_nowhere_else(
+        stub: Any, tools: tuple[Path, ToolFixture], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    server = stub({"q": [{"tool_calls": [_call("crm.lookup", {"customer": "C-1"})]},
+                         {"status": 401}],
+                   "ok": [{"content": "fine"}]})
+    target = target_for(server.url)
+    [trace] = run(target, trial("ok"))
+    assert CANARY not in trace.model_dump_json()
+    assert server.auth == [f"Bearer {CANARY}"]  # the SDK sent it, to the user's own server
+    assert CANARY not in json.dumps([target.facets, target.digest(), target.uri])
+    with pytest.raises(HarnessFailure) as caught:  # a 401 never quotes the server's text
+        run(target_for(server.url), trial("q", tools))
+    assert CANARY not in str(caught.value)
+    assert "HTTP 401" in str(caught.value)
+
+
+def test_the_cli_runs_a_suite_against_the_stub_and_the_key_stays_out(
+        tmp_path: Path, tools: tuple[Path, ToolFixture]) -> None:
+    (tmp_path / "chat.suite.yaml").write_text(textwrap.dedent("""\
+        suite: test/chat.loop@1
+        target: openai:cli-model
+        call: {max_steps: 4}
+        cases:
+          - id: looks-up
+            input: "who is C-1?"
+            fixture: tools.yaml
+            expect:
+              - status: ok
+              - icontains: gold
+          - id: loops
+            input: "loop"
+            fixture: tools.yaml
+            expect:
+              - status: timeout
+        """), encoding="utf-8")
+    server = stub_model.StubServer(stub_model.by_prompt({
+        "who is C-1?": [{"tool_calls": [_call("crm.lookup", {"customer": "C-1"})]},
+                        {"content": "C-1 is Gold."}],
+        "loop": [{"tool_calls": [_call("crm.lookup", {"customer": "C-2"})]}],
+    }))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ASSAY_OPENAI_BASE_URL", "ASSAY_PRICES")}
+    env["OPENAI_API_KEY"] = CANARY
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "assay", "run", str(tmp_path), "--base-url", server.url,
+             "--json", str(tmp_path / "r.json")],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = (tmp_path / "r.json").read_text(encoding="utf-8")
+    assert CANARY not in report + done.stdout + done.stderr
+    data = json.loads(report)
+    assert data["target"]["facets"] == {"harness": "openai", "model": "cli-model"}
+    assert data["target"]["evidence"]["cost"] == "unavailable"
+    assert [c["outcome"] for c in data["cases"]] == ["pass", "pass"]
+    assert data["cost"]["input_tokens"] > 0
+    assert len(server.seen) == 2 + 4

@@ -67,3 +67,27 @@ def evidence(**given: str) -> dict[str, Evidence]:
     from ..model import FACTS
 
     return {fact: Evidence(given.get(fact, "unavailable")) for fact in FACTS}
+
+
+async def ensure_reachable(target_uri: str, url: str, timeout_s: float = 10.0) -> None:
+    """Open and close a TCP connection to ``url``'s host; refused is a harness failure.
+
+    A server that is not there when a run starts is the harness's problem, not
+    the agent's (SPEC §4), so it is reported apart and nothing is run.
+    """
+    import asyncio
+    from urllib.parse import urlsplit
+
+    from ..errors import HarnessFailure
+
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = parts.port or (443 if parts.scheme in ("https", "mcp+https") else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        writer.close()
+        await writer.wait_closed()
+    except (OSError, TimeoutError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise HarnessFailure(f"target {target_uri}: cannot connect to {host}:{port}: "
+                             f"{reason}") from None

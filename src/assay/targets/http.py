@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
-from ..errors import HarnessFailure
 from ..model import Status, Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
 
 
 class HttpTarget:
@@ -29,16 +26,7 @@ class HttpTarget:
         """Check the server accepts connections: refused is a harness failure."""
         import httpx
 
-        parts = urlsplit(self.uri)
-        host = parts.hostname or "localhost"
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
-            writer.close()
-            await writer.wait_closed()
-        except (OSError, TimeoutError) as exc:
-            raise HarnessFailure(f"target {self.uri}: cannot connect to {host}:{port}: "
-                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        await ensure_reachable(self.uri, self.uri)
         limits = httpx.Limits(max_connections=max(1, self.options.concurrency))
         self._client = httpx.AsyncClient(limits=limits, timeout=None)
 

@@ -1,10 +1,21 @@
-"""A tool fixture: the tools an agent is given, with canned results (SPEC §4)."""
+"""A tool fixture: the tools an agent is given, with canned results, or MCP servers (SPEC §4)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from ..mcp_uri import parse_mcp_uri
+
+
+def _mcp_uri(uri: str) -> str:
+    parse_mcp_uri(uri)  # ValueError: the reason, placed at the entry's line
+    return uri
+
+
+#: An MCP server whose tools a model is offered (``mcp+stdio:…``, ``mcp+http(s)://…``).
+McpUri = Annotated[str, AfterValidator(_mcp_uri)]
 
 
 class WhenResult(BaseModel):
@@ -39,11 +50,12 @@ class FixtureTool(BaseModel):
 
 
 class ToolFixture(BaseModel):
-    """A fixture file: tools and the answers to asks."""
+    """A fixture file: tools, MCP servers whose tools are offered too, and the answers to asks."""
 
     model_config = ConfigDict(extra="forbid")
 
     tools: list[FixtureTool] = Field(default_factory=list)
+    mcp: list[McpUri] = Field(default_factory=list)
     answers: dict[str, Any] = Field(default_factory=dict)
 
     def tool(self, name: str) -> FixtureTool | None:

@@ -99,17 +99,18 @@ def tool_specs(fixture: ToolFixture | None) -> list[dict[str, Any]]:
     """The fixture's tools, and its ask tools, as OpenAI ``tools`` entries."""
     if fixture is None:
         return []
-    specs = [_spec(t.name, t.description, t.parameters) for t in fixture.tools]
+    specs = [tool_spec(t.name, t.description, t.parameters) for t in fixture.tools]
     declared = {t.name for t in fixture.tools}
     specs.extend(
-        _spec(name, "Ask the person you are helping a question and wait for the answer",
+        tool_spec(name, "Ask the person you are helping a question and wait for the answer",
               _ASK_PARAMETERS)
         for name in fixture.answers if name not in declared
     )
     return specs
 
 
-def _spec(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+def tool_spec(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One OpenAI ``tools`` entry: a function with its JSON Schema parameters."""
     function: dict[str, Any] = {"name": name, "parameters": parameters}
     if description:
         function["description"] = description

@@ -21,18 +21,14 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
-import os
-import shlex
-import shutil
 import textwrap
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import HarnessFailure, UsageError
+from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
 from .mcp_connection import (
@@ -103,21 +99,12 @@ class McpTarget:
     def __init__(self, uri: str, options: TargetOptions) -> None:
         self.uri = uri
         self.options = options
-        self._argv: list[str] = []
-        self._url = ""
-        if uri.startswith("mcp+stdio:"):
-            try:
-                self._argv = shlex.split(uri.removeprefix("mcp+stdio:"))
-            except ValueError as exc:
-                raise UsageError(f"target {uri!r}: cannot parse the command: {exc}") from None
-            if not self._argv:
-                raise UsageError(f"target {uri!r}: give the command that starts the server, "
-                                 "e.g. mcp+stdio:python server.py")
-        else:
-            self._url = uri.removeprefix("mcp+")
-            if not urlsplit(self._url).hostname:
-                raise UsageError(f"target {uri!r}: give the server's URL, "
-                                 "e.g. mcp+http://127.0.0.1:8000/mcp")
+        try:
+            self._address = parse_mcp_uri(uri)
+        except ValueError as exc:
+            raise UsageError(f"target {uri!r}: {exc}") from None
+        self._argv = list(self._address.argv)
+        self._url = self._address.url
         self.facets = {"harness": "mcp+stdio" if self._argv else "mcp+http"}
         self._command: list[str] = []
         self._shared: Connection | None = None
@@ -134,17 +121,10 @@ class McpTarget:
     # ------------------------------------------------------------------ connections
 
     def _resolve_command(self) -> list[str]:
-        command, *args = self._argv
-        if os.sep in command or (os.altsep and os.altsep in command):
-            path = Path(command).expanduser()
-            if not path.is_absolute():
-                path = self.options.base_dir / path
-            if not (path.is_file() and os.access(path, os.X_OK)):
-                raise HarnessFailure(f"target {self.uri}: {path} is not an executable file")
-            return [str(path), *args]
-        if shutil.which(command) is None:
-            raise HarnessFailure(f"target {self.uri}: command {command!r} not found on PATH")
-        return [command, *args]
+        try:
+            return resolve_command(self._address.argv, self.options.base_dir)
+        except ValueError as exc:
+            raise HarnessFailure(f"target {self.uri}: {exc}") from None
 
     async def _connect(self) -> Connection:
         if self.stdio:

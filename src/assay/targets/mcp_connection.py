@@ -19,10 +19,10 @@ import asyncio
 import json
 import logging
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,10 +30,14 @@ from .. import __version__
 
 if TYPE_CHECKING:
     from mcp import Client
-    from mcp.types import CallToolResult, Implementation
+    from mcp.types import CallToolResult, Implementation, ListToolsResult
 
 #: The SDK's own words for a connection that ended under a waiting request.
 _CLOSED = "Connection closed"
+#: Pages of ``tools/list`` read before a server's listing is taken to be endless.
+_MAX_PAGES = 100
+
+_T = TypeVar("_T")
 
 
 class ConnectFailed(Exception):
@@ -54,6 +58,15 @@ class ConnectionLost(Exception):
 
 class ProtocolError(Exception):
     """The server answered a call with a JSON-RPC error, or with a malformed result."""
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """A tool as the server lists it: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -222,6 +235,26 @@ class Connection:
     async def call(self, name: str, arguments: dict[str, Any]) -> Answer:
         """Call a tool. ``ProtocolError`` is the server's answer; ``ConnectionLost``
         means the connection is gone and must be replaced."""
+        return answer_of(await self._request(lambda client: client.call_tool(name, arguments)))
+
+    async def list_tools(self) -> list[ToolInfo]:
+        """Every tool the server lists (all pages); errors as for ``call``."""
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            async def one_page(client: Client, at: str | None = cursor) -> ListToolsResult:
+                return await client.list_tools(cursor=at)
+
+            page = await self._request(one_page)
+            tools.extend(ToolInfo(name=t.name, description=t.description or "",
+                                  parameters=dict(t.input_schema)) for t in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        raise ProtocolError(f"the tool list goes on past {_MAX_PAGES} pages")
+
+    async def _request(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Send one request through the client, mapping what goes wrong (see ``call``)."""
         from mcp import MCPError
         from mcp.types import CONNECTION_CLOSED
 
@@ -232,7 +265,7 @@ class Connection:
         # task ends first, it cancels the callers still waiting (``_abandon``).
         self._waiting.add(task)
         try:
-            return answer_of(await self.client.call_tool(name, arguments))
+            return await send(self.client)
         except asyncio.CancelledError:
             if task not in self._abandoned:
                 raise  # the caller's own cancellation: a timeout, an interrupt

@@ -2,7 +2,8 @@
 
 Each trial sends the case input, with the case fixture's tools, to
 ``POST {base}/chat/completions``; every tool call the model makes is
-recorded and answered from the fixture, and the loop goes on until the model
+recorded and answered from the fixture (or by the MCP servers its ``mcp:``
+names, see ``mcp_tools.py``), and the loop goes on until the model
 answers without calling a tool (settled) or the step limit is reached (not
 settled). The provider key is not ours (principle 10): assay passes none of
 its own, never reads the value of ``OPENAI_API_KEY`` (the SDK does, when the
@@ -20,8 +21,8 @@ from urllib.parse import urlsplit
 
 from ..errors import HarnessFailure, UsageError
 from ..model import Event, Evidence, Status, Trace, Usage
-from ..model.fixture import ToolFixture
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from ..model.fixture import FixtureTool, ToolFixture
+from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
 from .chat import (
     LoopOptions,
     ask_tools,
@@ -29,8 +30,11 @@ from .chat import (
     output_of,
     parse_arguments,
     tool_content,
+    tool_spec,
     tool_specs,
 )
+from .mcp_connection import ConnectionLost, ProtocolError
+from .mcp_tools import McpServers, McpTool
 from .prices import PriceTable, load_prices
 from .recorder import fixture_result, json_value
 
@@ -65,6 +69,8 @@ class OpenAITarget:
         self.facets = {"harness": "openai", "model": self.model}
         self._client: Any = None
         self._reported: str | None = None
+        #: The MCP servers tool fixtures name (``mcp:``), connected when a trial first needs one.
+        self.mcp = McpServers(uri)
 
     async def start(self) -> None:
         """Check the server takes connections, make the client; refused is a harness failure."""
@@ -78,16 +84,7 @@ class OpenAITarget:
         except ImportError:
             raise HarnessFailure(f"target {self.uri}: the openai package is not installed "
                                  "(pip install 'assay[openai]')") from None
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or "localhost"
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 10)
-            writer.close()
-            await writer.wait_closed()
-        except (OSError, TimeoutError) as exc:
-            raise HarnessFailure(f"target {self.uri}: cannot connect to {host}:{port}: "
-                                 f"{getattr(exc, 'strerror', None) or exc}") from None
+        await ensure_reachable(self.uri, self.base_url)
         # With OPENAI_API_KEY set the SDK reads it itself; its value never passes through us.
         key = None if "OPENAI_API_KEY" in os.environ else _NO_KEY
         # No retries: a server error is reported as a broken trial, not hidden by a retry.
@@ -135,7 +132,8 @@ class OpenAITarget:
         return reply
 
     async def close(self) -> None:
-        """Close the SDK's connection pool."""
+        """Close the SDK's connection pool and stop the fixtures' MCP servers."""
+        await self.mcp.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -156,9 +154,11 @@ class _Conversation:
         self.target = target
         self.loop = loop
         self.fixture: ToolFixture | None = request.tools
+        self.fixture_path = request.fixture
         self.base_dir = request.fixture.parent if request.fixture is not None else None
         self.asks = ask_tools(self.fixture)
         self.tools = tool_specs(self.fixture)
+        self.mcp: dict[str, McpTool] = {}
         self.messages = first_messages(request.case.input, loop.system)
         self.events: list[Event] = []
         self.usage = Usage()
@@ -171,6 +171,11 @@ class _Conversation:
         return round(time.perf_counter() - self._start, 6)
 
     async def run(self) -> Trace:
+        if self.fixture is not None and self.fixture.mcp:
+            self.mcp = await self.target.mcp.tools_for(
+                self.fixture, self.fixture_path, self.base_dir or self.target.options.base_dir)
+            self.tools.extend(tool_spec(t.info.name, t.info.description, t.info.parameters)
+                              for t in self.mcp.values())
         steps = 0
         while steps < self.loop.max_steps:
             reply = await self.target.complete(self.messages, self.tools, self.loop)
@@ -239,12 +244,15 @@ class _Conversation:
                                  call_id=call_id, t=self._t()))
         if not ok:
             return self._error(call_id, name, arguments)
-        tool = self.fixture.tool(name) if self.fixture is not None else None
+        local = self.fixture.tool(name) if self.fixture is not None else None
+        tool: FixtureTool | McpTool | None = local if local is not None else self.mcp.get(name)
         if tool is None:
             known = ", ".join(t["function"]["name"] for t in self.tools) or "none"
             return self._error(call_id, name, f"there is no tool {name!r} (tools: {known})")
         if not isinstance(arguments, dict):
             return self._error(call_id, name, "arguments must be a JSON object")
+        if isinstance(tool, McpTool):
+            return await self._forward(call_id, name, tool, arguments)
         try:
             if tool.handler is not None:  # user code: keep it off the event loop
                 result = await asyncio.to_thread(fixture_result, tool, arguments, self.base_dir)
@@ -256,6 +264,22 @@ class _Conversation:
         self.events.append(Event(kind="tool_result", name=name, call_id=call_id, result=result,
                                  t=self._t()))
         return tool_content(result)
+
+    async def _forward(self, call_id: str, name: str, tool: McpTool,
+                       arguments: dict[str, Any]) -> str:
+        """A call of an MCP server's tool: the server answers, the model is told."""
+        try:
+            answer = await tool.server.call(name, arguments)
+        except ConnectionLost as lost:
+            raise TrialBroken(f"MCP server {tool.server.uri}: connection lost ({lost}); "
+                              "the next trial reconnects") from None
+        except ProtocolError as exc:  # the server's answer, if not a tool's: the model hears it
+            return self._error(call_id, name, f"protocol error: {exc}")
+        self.events.append(Event(kind="tool_result", name=name, call_id=call_id,
+                                 result=answer.output, is_error=answer.is_error, t=self._t()))
+        if answer.is_error:
+            return f"error: {answer.text or 'the tool reported an error'}"
+        return tool_content(answer.output)
 
     def _error(self, call_id: str, name: str, why: str) -> str:
         self.events.append(Event(kind="tool_result", name=name, call_id=call_id, result=why,

@@ -24,6 +24,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-stream (a CLI killed at its timeout) is expected here."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 def text(value: str) -> dict[str, Any]:
     """A text block of a scripted turn."""
     return {"type": "text", "text": value}
@@ -194,7 +205,7 @@ def _handler(stub: AnthropicStub) -> type[BaseHTTPRequestHandler]:
 def serve() -> Iterator[AnthropicStub]:
     """A stub on a free loopback port, for the duration of the block."""
     stub = AnthropicStub()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
+    httpd = _QuietServer(("127.0.0.1", 0), _handler(stub))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()

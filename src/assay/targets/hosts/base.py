@@ -15,6 +15,7 @@ import hashlib
 import os
 import shlex
 import shutil
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,7 +71,7 @@ def without(args: list[str], *flags: str) -> list[str]:
     return kept
 
 
-class CliHost:
+class CliHost(ABC):
     """A host CLI run once per trial. Subclasses say how to call it and read it."""
 
     #: The command's name, also the URI's first word.
@@ -129,31 +130,31 @@ class CliHost:
 
     # --- what a subclass provides -------------------------------------------------
 
+    @abstractmethod
     def prepare_home(self, home: Path) -> None:
         """Put the CLI's own credentials (a byte copy) and config into a throwaway home."""
-        raise NotImplementedError
 
     def extra_env(self, home: Path) -> dict[str, str]:
         """Variables the CLI needs besides HOME (e.g. ``CODEX_HOME``)."""
         return {}
 
+    @abstractmethod
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """The command line of one trial."""
-        raise NotImplementedError
 
     def stdin(self, prompt: str) -> bytes:
         """What the CLI reads on stdin: the prompt (kept off the command line, where
         every user of the machine could read it)."""
         return prompt.encode()
 
+    @abstractmethod
     def trace(self, finished: Finished, request: TrialRequest, prompt: str,
               home: Path) -> Trace:
         """The trial's trace from what the CLI printed (and left in its home)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def check_signed_in(self) -> None:
         """Raise HarnessFailure when the CLI has no sign-in of its own."""
-        raise NotImplementedError
 
     # --- the Target protocol ----------------------------------------------------
 
@@ -214,6 +215,7 @@ class CliHost:
 
     async def close(self) -> None:
         """Nothing to release: each trial's process and home are gone when it ends."""
+        return None
 
     def digest(self) -> str:
         """The URI (flags included), the CLI's version and the files its flags name."""

@@ -38,11 +38,22 @@ def test_values_with_floats_match_rfc8785(value):
     assert canonical(value) == rfc8785.dumps(value)
 
 
+@settings(max_examples=2000)
+@given(st.floats(allow_nan=False, allow_infinity=False)
+       | st.floats(min_value=-1e17, max_value=1e17)
+       | st.integers(-(2**53), 2**53).map(float))
+def test_every_float_matches_rfc8785(value):
+    assert canonical([value, {"v": value}]) == rfc8785.dumps([value, {"v": value}])
+
+
 @pytest.mark.parametrize("value", [
     {"\U0001f600": 1, "\uffff": 2, "a": 3},   # astral keys: UTF-16 order differs
     {"x": "\u2028\x01\x7f\"\\"},               # escapes
     [1.0, 1e21, -0.0, 5e-324],                 # ECMAScript number forms
     2**53 - 1,
+    # Around where Python's repr and ECMAScript switch notation, or stop being exact.
+    [1e-4, 9.999999999999999e-05, 1e-6, 1e-7, 1e16, 9999999999999998.0, 1e15 + 0.5],
+    [float(2**53 - 1), float(2**53), -float(2**53), 0.1 + 0.2, 123456.789e3, 1e20, 1e22],
 ])
 def test_edge_cases_match_rfc8785(value):
     assert canonical(value) == rfc8785.dumps(value)

@@ -12,50 +12,64 @@ _SAFE_INT = 2**53 - 1
 _ASTRAL = "\U00010000"
 
 
-def _plain(value: Any) -> bool:
-    """Whether ``value`` holds only what the stdlib encoder writes exactly as JCS does.
+class _NotPlain(Exception):
+    """A value the stdlib encoder would not write exactly as JCS does."""
 
-    That is strings, safe integers, booleans, null, lists and objects whose
-    keys have no character beyond the BMP (JCS sorts keys by UTF-16 code
-    units; Python by code points; the two agree on the BMP). Floats are left
-    to rfc8785: ECMAScript number formatting differs from Python's repr.
+
+def _ready(value: Any) -> Any:
+    """``value`` with its floats made ready for the stdlib encoder to write JCS bytes.
+
+    The stdlib writes strings, safe integers, booleans, null, lists and
+    objects whose keys have no character beyond the BMP exactly as JCS does
+    (JCS sorts keys by UTF-16 code units, Python by code points; the two agree
+    on the BMP). Floats differ only in notation: ECMAScript writes the same
+    shortest round-trip digits as Python's ``repr``, in fixed notation from
+    1e-6 to 1e21 where ``repr`` switches to an exponent outside 1e-4..1e16,
+    and writes an integral value without ``.0``. So an integral float below
+    2**53 becomes the (exact) int, another float in 1e-4..1e16 is left as it is,
+    and anything else raises ``_NotPlain`` for rfc8785 to write.
     """
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is str or kind is bool or item is None:
-            continue
-        if kind is int:
-            if -_SAFE_INT <= item <= _SAFE_INT:
-                continue
-            return False
-        if kind is list:
-            stack.extend(item)
-            continue
-        if kind is dict:
-            for key in item:
-                if type(key) is not str or (key and max(key) >= _ASTRAL):
-                    return False
-            stack.extend(item.values())
-            continue
-        return False
-    return True
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if -_SAFE_INT <= value <= _SAFE_INT:
+            return value
+        raise _NotPlain
+    if kind is float:
+        size = abs(value)
+        if value.is_integer():
+            if size <= _SAFE_INT:
+                return int(value)
+            raise _NotPlain
+        if 1e-4 <= size < 1e16:
+            return value
+        raise _NotPlain
+    if kind is list:
+        return [_ready(item) for item in value]
+    if kind is dict:
+        for key in value:
+            if type(key) is not str or (key and max(key) >= _ASTRAL):
+                raise _NotPlain
+        return {key: _ready(item) for key, item in value.items()}
+    raise _NotPlain
 
 
 def canonical(value: Any) -> bytes:
     """The RFC 8785 (JCS) bytes of a JSON value.
 
-    Values without floats take the C encoder, which writes the same bytes
-    (checked against rfc8785 by a property test) ten times faster; anything
-    else goes to the rfc8785 library.
+    Values ``_ready`` can prepare take the C encoder, which writes the same
+    bytes (checked against rfc8785 by property tests) ten times faster;
+    anything else goes to the rfc8785 library.
     """
-    if _plain(value):
-        try:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-            return text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: let rfc8785 refuse it properly
-            pass
+    try:
+        ready = _ready(value)
+        text = json.dumps(ready, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return text.encode("utf-8")
+    except (_NotPlain, RecursionError):
+        pass
+    except UnicodeEncodeError:  # a lone surrogate: let rfc8785 refuse it properly
+        pass
     import rfc8785
 
     return rfc8785.dumps(value)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from .model import Report
+    from .store.database import Store
     from .suites import LoadedSuite
 
 EXIT_PASSED, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
@@ -63,6 +64,13 @@ def main() -> None:
     """
 
 
+DB_OPTION = click.option(
+    "--db", metavar="URL", envvar="ASSAY_DB",
+    help="The store: a SQLAlchemy URL, e.g. sqlite:///.assay/assay.db or "
+         "postgresql+psycopg://host/db (default: $ASSAY_DB; `runs` and `show` fall back "
+         "to sqlite:///.assay/assay.db; `run` stores only when a store is named).")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What ``assay run`` was asked to do."""
@@ -79,6 +87,7 @@ class RunOptions:
     junit_path: Path | None
     markdown_path: Path | None
     base_url: str | None = None
+    db: str | None = None
 
 
 @main.command()
@@ -103,6 +112,7 @@ class RunOptions:
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
+@DB_OPTION
 def run(**kwargs: Any) -> None:
     """Run suites against targets; exit 0 only if every run passed."""
     options = RunOptions(**kwargs)
@@ -155,6 +165,24 @@ def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
 
 def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
              err: Console) -> int:
+    # For now a run is stored only when a store is named (--db or ASSAY_DB):
+    # saving costs more than the battery itself on large runs, and recording
+    # must not become the bottleneck (issue 4 sets < 15% of throughput). Once
+    # it is that cheap, every run is stored by default as SPEC §7 says.
+    if options.db is None:
+        return _batteries(plans, options, out, err, None)
+    from .store.database import open_store
+
+    # Opened before any trial runs: a run that cannot be recorded should not start.
+    store = open_store(options.db)
+    try:
+        return _batteries(plans, options, out, err, store)
+    finally:
+        store.close()
+
+
+def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
+               err: Console, store: Store | None) -> int:
     import asyncio
 
     from .errors import HarnessFailure
@@ -175,6 +203,8 @@ def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Con
                       markup=True, highlight=False)
             harness_failed = True
             continue
+        if store is not None:
+            store.save_run(full)  # the full report: replay needs the hidden cases
         report = redact(full)
         reports.append(report)
         print_report(out, report)
@@ -261,6 +291,64 @@ def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
         for case in suite.public_cases():
             tags = f"  [dim]{' '.join(case.tags)}[/]" if case.tags else ""
             out.print(f"    {case.id}  ({len(case.expect)} assertion(s)){tags}")
+
+
+@main.command()
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON list, for scripts.")
+def runs(db: str | None, as_json: bool) -> None:
+    """The stored runs, oldest first: id, suite, target, started, scores, passed."""
+    import dataclasses
+    import json
+
+    from .reports.common import pct
+    from .store.database import open_store
+
+    try:
+        store = open_store(db)
+        summaries = store.runs()
+        store.close()
+    except AssayError as error:
+        _fail(error)
+        return
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(s) for s in summaries], indent=2))
+        return
+    for s in summaries:
+        verdict = "passed" if s.passed else "NOT PASSED"
+        if s.interrupted:
+            verdict += " (interrupted)"
+        click.echo(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
+                   f"public {pct(s.public)} · hidden {pct(s.hidden)} · "
+                   f"overall {pct(s.overall)}  {verdict}")
+
+
+@main.command()
+@click.argument("run_id", metavar="RUN")
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="The JSON report (SPEC §6).")
+def show(run_id: str, db: str | None, as_json: bool) -> None:
+    """One stored run, as its report shows it: hidden cases as holdouts only."""
+    import json
+
+    from rich.console import Console
+
+    from .grading import redact
+    from .reports.json_report import as_json as report_json
+    from .reports.terminal import print_report
+    from .store.database import open_store
+
+    try:
+        store = open_store(db)
+        report = redact(store.load_report(run_id))
+        store.close()
+    except AssayError as error:
+        _fail(error)
+        return
+    if as_json:
+        click.echo(json.dumps(report_json([report]), indent=2, ensure_ascii=False))
+        return
+    print_report(Console(file=sys.stdout, highlight=False), report)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,8 @@
 """The record: the ledger's pure core (a hash chain, an RFC 6962 Merkle tree, signed heads).
 
-No I/O here: the store (schema, migrations) comes later and builds on these.
+No I/O in what this package exports. The database store lives in
+``assay.store.database`` (with ``schema`` and ``migrations``) and is imported
+from there, so that importing the ledger core never loads SQLAlchemy.
 """
 
 from . import merkle

@@ -1,0 +1,82 @@
+"""The store's tables, in SQLAlchemy Core (one description for SQLite and PostgreSQL).
+
+Runs keep their full report (hidden cases included, for replay); trials and
+verdicts are also kept as rows so that later steps (resume, replay, compare)
+can query them without parsing reports. Traces live in ``blobs`` under their
+content digest, a claim check: erasing content later blanks one blob and
+leaves every row that points at it, and every hash, intact.
+
+The Alembic revisions in ``migrations/versions`` create exactly these tables;
+a test checks the two agree.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+runs = sa.Table(
+    "runs", metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("suite_id", sa.String(200), nullable=False),
+    sa.Column("suite_digest", sa.String(80), nullable=False),
+    sa.Column("hidden_set", sa.String(80)),
+    sa.Column("hidden_source", sa.String(16)),
+    sa.Column("target_uri", sa.Text, nullable=False),
+    sa.Column("target_digest", sa.String(80), nullable=False),
+    sa.Column("target_facets", sa.JSON, nullable=False),
+    sa.Column("seed", sa.BigInteger),
+    sa.Column("started_at", sa.String(40), nullable=False),
+    sa.Column("finished_at", sa.String(40), nullable=False),
+    sa.Column("trials_per_case", sa.Integer, nullable=False),
+    sa.Column("pass_mark", sa.Float, nullable=False),
+    sa.Column("score_public", sa.Float),
+    sa.Column("score_hidden", sa.Float),
+    sa.Column("score_overall", sa.Float),
+    sa.Column("passed", sa.Boolean, nullable=False),
+    sa.Column("interrupted", sa.Boolean, nullable=False),
+    # The report's canonical (RFC 8785) JSON: its SHA-256 is ``report_digest``.
+    sa.Column("report", sa.Text, nullable=False),
+    sa.Column("report_digest", sa.String(80), nullable=False),
+)
+
+trials = sa.Table(
+    "trials", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("case_id", sa.String(200), nullable=False),
+    sa.Column("split", sa.String(8), nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("duration_s", sa.Float, nullable=False),
+    sa.Column("usage", sa.JSON, nullable=False),
+    sa.Column("trace_digest", sa.String(80)),
+    sa.UniqueConstraint("run_id", "case_id", "n", name="uq_trials_identity"),
+)
+
+verdicts = sa.Table(
+    "verdicts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("case_id", sa.String(200), nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("assertion", sa.Text, nullable=False),
+    sa.Column("check", sa.String(100), nullable=False),
+    sa.Column("family", sa.String(16), nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("evidence", sa.String(16), nullable=False),
+    sa.Column("note", sa.Text, nullable=False),
+    sa.Column("provenance", sa.Text, nullable=False),
+    sa.Column("threshold", sa.Float),
+    sa.UniqueConstraint("run_id", "case_id", "n", "position", name="uq_verdicts_identity"),
+)
+
+blobs = sa.Table(
+    "blobs", metadata,
+    sa.Column("digest", sa.String(80), primary_key=True),
+    # The canonical (RFC 8785) bytes whose SHA-256 is ``digest``; NULL once erased.
+    sa.Column("content", sa.LargeBinary),
+)

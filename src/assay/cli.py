@@ -22,6 +22,7 @@ from .errors import AssayError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from .engine import RunStart
     from .model import Report
     from .store.database import Store
     from .suites import LoadedSuite
@@ -196,7 +197,7 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
     for item, uri in plans:
         try:
             outcome: list[tuple[Report, bool]] = []
-            asyncio.run(_battery(item, uri, options, err, outcome))
+            asyncio.run(_battery(item, uri, options, err, outcome, store))
             full, interrupted = outcome[0]
         except HarnessFailure as failure:
             err.print(f"[bold magenta]harness failure[/] ({item.suite.id}): {failure}",
@@ -204,7 +205,12 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
             harness_failed = True
             continue
         if store is not None:
-            store.save_run(full)  # the full report: replay needs the hidden cases
+            from .store.recording import seal
+
+            # Trial verdicts and run-sealed go to the ledger first; the stored
+            # report (the full one: replay needs the hidden cases) carries the seal.
+            full = full.model_copy(update={"seal": seal(store.ledger, full)})
+            store.save_run(full)
         report = redact(full)
         reports.append(report)
         print_report(out, report)
@@ -227,7 +233,7 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
 
 
 async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Console,
-                   outcome: list[tuple[Report, bool]]) -> None:
+                   outcome: list[tuple[Report, bool]], store: Store | None = None) -> None:
     # The result goes out through ``outcome``, not as the coroutine's return
     # value: on Python 3.11 asyncio.run formats its main task's repr (result
     # included) when it checks the SIGINT handler, which costs seconds for a
@@ -246,6 +252,17 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
                                      timeout_s=options.timeout_s, seed=options.seed)
     battery = Battery(item, target, battery_options)
+    if store is not None:
+        from .store.recording import registration
+
+        ledger = store.ledger
+        per_case = options.trials or item.suite.trials
+
+        def register(start: RunStart) -> None:
+            # Pre-registration: sealed in the ledger before any trial runs.
+            ledger.append("run-registered", registration(start, item, target, per_case))
+
+        battery.on_start = register
     with BatteryProgress(err, f"{item.suite.id}", len(battery.plan())) as progress:
         battery.on_trial = progress.trial_done
         loop = asyncio.get_running_loop()
@@ -349,6 +366,31 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
         click.echo(json.dumps(report_json([report]), indent=2, ensure_ascii=False))
         return
     print_report(Console(file=sys.stdout, highlight=False), report)
+
+
+@main.group()
+def ledger() -> None:
+    """The tamper-evident ledger of stored runs."""
+
+
+@ledger.command(name="verify")
+@DB_OPTION
+def ledger_verify(db: str | None) -> None:
+    """Check every entry's chain and hash, and each content still stored; exit 1 if one fails."""
+    from .store.database import open_store
+
+    try:
+        store = open_store(db)
+        result, count = store.ledger.verify()
+        store.close()
+    except AssayError as error:
+        _fail(error)
+        return
+    if not result.ok:
+        click.echo(f"ledger: {result.reason}")
+        sys.exit(EXIT_NOT_PASSED)
+    erased = f" ({len(result.absent)} with content erased)" if result.absent else ""
+    click.echo(f"ledger: {count} entries verify{erased}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -343,3 +343,30 @@ def test_a_suite_without_cases_runs_nothing_and_does_not_pass(bench: Bench) -> N
     assert agent.CALLS == {}
     assert report.scores.passed is False
     assert "no-cases" in report.scores.flags
+
+
+def test_on_start_runs_once_before_any_trial_and_a_failure_there_runs_none(
+        bench: Bench) -> None:
+    from assay.engine import RunStart
+
+    uri, agent = bench.agent(ECHO)
+    loaded = bench.suite(PLAN)
+    battery = bench.battery(loaded, uri, seed=5)
+    starts: list[tuple[RunStart, dict[str, int]]] = []
+    battery.on_start = lambda start: starts.append((start, dict(agent.CALLS)))
+    report = asyncio.run(battery.run())
+    assert len(starts) == 1
+    start, calls_then = starts[0]
+    assert calls_then == {}
+    assert (start.run_id, start.seed, start.started_at) == (
+        report.run_id, report.seed, report.started_at)
+
+    def refuse(start: RunStart) -> None:
+        raise HarnessFailure("cannot register")
+
+    agent.CALLS.clear()
+    again = bench.battery(loaded, uri)
+    again.on_start = refuse
+    with pytest.raises(HarnessFailure, match="cannot register"):
+        asyncio.run(again.run())
+    assert agent.CALLS == {}

@@ -26,6 +26,20 @@ OnTrial = Callable[[str], None]
 
 
 @dataclass(frozen=True)
+class RunStart:
+    """What is known of a run before its first trial: given to ``on_start``."""
+
+    run_id: str
+    seed: int
+    started_at: str
+
+
+#: Called once, before any trial runs (e.g. to pre-register the run in a ledger);
+#: what it raises stops the run before it starts.
+OnStart = Callable[[RunStart], None]
+
+
+@dataclass(frozen=True)
 class BatteryOptions:
     """How a battery runs. ``trials``/``timeout_s`` override the suite's when set."""
 
@@ -53,12 +67,14 @@ class Battery:
         *,
         clock: Clock | None = None,
         on_trial: OnTrial | None = None,
+        on_start: OnStart | None = None,
     ) -> None:
         self.loaded = loaded
         self.target = target
         self.options = options
         self.clock = clock or SystemClock()
         self.on_trial = on_trial or (lambda outcome: None)
+        self.on_start = on_start or (lambda start: None)
         self.interrupted = False
         self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
@@ -107,6 +123,7 @@ class Battery:
         started = self.clock.now()
         run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
         slots = self.plan()
+        self.on_start(RunStart(run_id=run_id, seed=self.seed, started_at=stamp(started)))
         await self.target.start()
         try:
             queue = iter(slots)

@@ -27,6 +27,8 @@ from ..errors import HarnessFailure, UsageError
 from ..model.result import CaseResult, Report
 from ..model.trace import Trace
 from . import schema
+from .blobs import put_blobs
+from .ledger import Ledger
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -85,6 +87,7 @@ class Store:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.ledger = Ledger(engine)
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -156,40 +159,11 @@ class Store:
         }
         with self._writing(report.run_id) as connection:
             connection.execute(schema.runs.insert(), run)
-            self._put_blobs(connection, blobs)
+            put_blobs(connection, blobs)
             if trials:
                 connection.execute(schema.trials.insert(), trials)
             if verdicts:
                 connection.execute(schema.verdicts.insert(), verdicts)
-
-    def _put_blobs(self, connection: Connection, blobs: dict[str, bytes]) -> None:
-        """Insert the blobs not stored yet: one digest, one copy, whoever wrote it first."""
-        if not blobs:
-            return
-        rows = [{"digest": d, "content": c} for d, c in blobs.items()]
-        dialect = connection.dialect.name
-        if dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-            connection.execute(sqlite_insert(schema.blobs).on_conflict_do_nothing(), rows)
-        elif dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-            connection.execute(pg_insert(schema.blobs).on_conflict_do_nothing(), rows)
-        else:
-            known = self._known_digests(connection, list(blobs))
-            missing = [row for row in rows if row["digest"] not in known]
-            if missing:
-                connection.execute(schema.blobs.insert(), missing)
-
-    @staticmethod
-    def _known_digests(connection: Connection, digests: list[str]) -> set[str]:
-        known: set[str] = set()
-        for start in range(0, len(digests), 500):
-            chunk = digests[start:start + 500]
-            query = sa.select(schema.blobs.c.digest).where(schema.blobs.c.digest.in_(chunk))
-            known.update(connection.scalars(query))
-        return known
 
     def runs(self) -> list[RunSummary]:
         """Every stored run, oldest first."""

@@ -80,3 +80,16 @@ blobs = sa.Table(
     # The canonical (RFC 8785) bytes whose SHA-256 is ``digest``; NULL once erased.
     sa.Column("content", sa.LargeBinary),
 )
+
+# The ledger (docs/decisions/0012-ledger-hashing.md, 0014-ledger-wiring.md):
+# append-only, ``index`` gap-free from 0. Each entry's content is a blob under
+# ``content_digest``, so erasing it leaves the entry and every hash intact.
+ledger = sa.Table(
+    "ledger", metadata,
+    sa.Column("index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("content_digest", sa.String(80), nullable=False),
+    sa.Column("prev_hash", sa.String(80), nullable=False),
+    sa.Column("hash", sa.String(80), nullable=False),
+    sa.Column("created_at", sa.String(40), nullable=False),
+)

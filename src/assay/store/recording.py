@@ -1,0 +1,61 @@
+"""What a stored run writes to the ledger: registered, one verdict per trial, sealed.
+
+Contents (docs/decisions/0014-ledger-wiring.md) live in the store's blobs,
+never outside it: they keep real case ids (hidden ones too) so that replay
+can match them; the ledger entries and the report's ``seal`` carry only
+digests, indexes and hashes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..canonical import digest
+from ..model.result import CaseResult, Report
+from .chain import Kind
+
+if TYPE_CHECKING:
+    from ..engine import RunStart
+    from ..suites import LoadedSuite
+    from ..targets import Target
+    from .ledger import Ledger
+
+
+def registration(start: RunStart, loaded: LoadedSuite, target: Target,
+                 trials_per_case: int) -> dict[str, Any]:
+    """The ``run-registered`` content: fixed before any trial runs (digests, never cases)."""
+    return {
+        "run_id": start.run_id,
+        "suite": {"id": loaded.suite.id, "digest": loaded.digest},
+        "hidden_set": loaded.hidden_digest,
+        "pass_mark": loaded.suite.pass_mark,
+        "trials_per_case": trials_per_case,
+        "target": {"uri": target.uri, "digest": target.digest()},
+        "seed": start.seed,
+        "started_at": start.started_at,
+    }
+
+
+def report_digest(report: Report) -> str:
+    """The RFC 8785 digest of the FULL report's JSON with ``seal`` null (it cannot hold itself)."""
+    return digest(report.model_copy(update={"seal": None}).to_json_dict())
+
+
+def seal(ledger: Ledger, report: Report) -> dict[str, Any]:
+    """Append one ``trial-verdict`` per trial and ``run-sealed``, in one transaction.
+
+    Returns the report's ``seal``: the run-sealed entry's index and hash.
+    """
+    items: list[tuple[Kind, Any]] = []
+    for case in report.cases:
+        if not isinstance(case, CaseResult):
+            continue  # a redacted report has no trials to record
+        for trial in case.trials:
+            items.append(("trial-verdict", {
+                "run_id": report.run_id, "case_id": case.id, "n": trial.n,
+                "outcome": trial.outcome, "verdicts": [v.outcome for v in trial.verdicts],
+            }))
+    items.append(("run-sealed", {"run_id": report.run_id,
+                                 "report_digest": report_digest(report)}))
+    sealed = ledger.append_many(items)[-1]
+    return {"entry": sealed.index, "hash": sealed.hash}

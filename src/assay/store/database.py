@@ -58,6 +58,39 @@ class RunSummary:
     interrupted: bool
 
 
+@dataclass(frozen=True)
+class StoredTrial:
+    """One ``trials`` row and its trace's bytes (None: no trace, or content erased)."""
+
+    case_id: str
+    n: int
+    outcome: str
+    trace_digest: str | None
+    trace: bytes | None
+
+
+@dataclass(frozen=True)
+class StoredVerdict:
+    """The part of one ``verdicts`` row that replay recomputes."""
+
+    case_id: str
+    n: int
+    position: int
+    outcome: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as replay reads it: report and suite JSON (suite None before 0003), rows."""
+
+    run_id: str
+    report: str
+    suite: str | None
+    trials: list[StoredTrial]
+    verdicts: list[StoredVerdict]
+
+
 def open_store(url: str | None = None) -> Store:
     """Open the store at ``url`` (default: SQLite in ``.assay/``) and migrate it to head."""
     if not url:
@@ -115,8 +148,12 @@ class Store:
         except sa.exc.SQLAlchemyError as error:
             raise StoreError(f"run {run_id}: cannot save ({type(error).__name__})") from None
 
-    def save_run(self, report: Report) -> None:
-        """Store the FULL report of a run, its trials, verdicts and traces, in one transaction."""
+    def save_run(self, report: Report, suite: dict[str, Any] | None = None) -> None:
+        """Store the FULL report of a run, its trials, verdicts and traces, in one transaction.
+
+        ``suite`` is the suite that ran (``recording.stored_suite``): replay
+        re-grades the traces with it, so a run saved without one cannot be replayed.
+        """
         body = canonical(report.to_json_dict())
         trials: list[dict[str, Any]] = []
         verdicts: list[dict[str, Any]] = []
@@ -156,6 +193,7 @@ class Store:
             "passed": scores.passed, "interrupted": report.interrupted,
             "report": body.decode("utf-8"),
             "report_digest": "sha256:" + hashlib.sha256(body).hexdigest(),
+            "suite": None if suite is None else canonical(suite).decode("utf-8"),
         }
         with self._writing(report.run_id) as connection:
             connection.execute(schema.runs.insert(), run)
@@ -176,6 +214,29 @@ class Store:
                                row.finished_at, row.score_public, row.score_hidden,
                                row.score_overall, bool(row.passed), bool(row.interrupted))
                     for row in connection.execute(query)]
+
+    def load_replay(self, run_id: str) -> StoredRun:
+        """What replay needs of a run: its report and suite JSON, trial and verdict rows.
+
+        Trace contents come with their trial (None when the trial has no trace
+        or its content was erased); nothing here is redacted.
+        """
+        r, t, v, b = schema.runs.c, schema.trials.c, schema.verdicts.c, schema.blobs.c
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(r.report, r.suite)
+                                     .where(r.run_id == run_id)).first()
+            if row is None:
+                raise UsageError(f"no run {run_id} in the store")
+            trials = [StoredTrial(x.case_id, x.n, x.outcome, x.trace_digest, x.content)
+                      for x in connection.execute(
+                          sa.select(t.case_id, t.n, t.outcome, t.trace_digest, b.content)
+                          .outerjoin(schema.blobs, b.digest == t.trace_digest)
+                          .where(t.run_id == run_id).order_by(t.id))]
+            verdicts = [StoredVerdict(x.case_id, x.n, x.position, x.outcome, x.evidence)
+                        for x in connection.execute(
+                            sa.select(v.case_id, v.n, v.position, v.outcome, v.evidence)
+                            .where(v.run_id == run_id).order_by(v.id))]
+        return StoredRun(run_id, row.report, row.suite, trials, verdicts)
 
     def load_report(self, run_id: str) -> Report:
         """The FULL report of a run, with each trial's trace; redact before showing it."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..canonical import digest
 from ..model.result import CaseResult, Report
+from ..model.suite import Assertion, Suite
 from .chain import Kind
 
 if TYPE_CHECKING:
@@ -34,6 +35,39 @@ def registration(start: RunStart, loaded: LoadedSuite, target: Target,
         "seed": start.seed,
         "started_at": start.started_at,
     }
+
+
+def stored_suite(loaded: LoadedSuite) -> dict[str, Any]:
+    """The suite that ran, as ``runs.suite`` keeps it for replay (hidden cases included).
+
+    ``{"suite": <model_dump by alias>, "files": {case_id: [file per assertion]}}``:
+    ``Assertion.file`` is excluded from the model's dump (it takes no part in
+    digests) but graders resolve relative paths against it, so replay needs it
+    to grade as the run did. Kept inside the store only, like the full report.
+    """
+    suite = loaded.suite
+    return {
+        "suite": suite.model_dump(mode="json", by_alias=True, fallback=repr),
+        "files": {case.id: [a.file for a in case.expect] for case in suite.cases},
+    }
+
+
+def load_stored_suite(data: dict[str, Any]) -> Suite:
+    """The inverse of ``stored_suite``: the suite model with each assertion's file restored.
+
+    Assertions are rebuilt as models first: ``Case`` reads plain mappings in
+    the one-key YAML form, not the dumped ``{check, arg, …}`` form.
+    """
+    body = dict(data["suite"])
+    files: dict[str, list[str | None]] = data.get("files") or {}
+    cases = []
+    for case in body.get("cases", []):
+        names = files.get(case["id"]) or []
+        expect = [Assertion.model_validate({**a, "file": names[i] if i < len(names) else None})
+                  for i, a in enumerate(case.get("expect", []))]
+        cases.append({**case, "expect": expect})
+    body["cases"] = cases
+    return Suite.model_validate(body)
 
 
 def report_digest(report: Report) -> str:

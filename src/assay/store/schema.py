@@ -39,6 +39,9 @@ runs = sa.Table(
     # The report's canonical (RFC 8785) JSON: its SHA-256 is ``report_digest``.
     sa.Column("report", sa.Text, nullable=False),
     sa.Column("report_digest", sa.String(80), nullable=False),
+    # The suite that ran, hidden cases included, as canonical JSON
+    # (docs/decisions/0015-replay.md); NULL for runs stored before revision 0003.
+    sa.Column("suite", sa.Text),
 )
 
 trials = sa.Table(

@@ -1,0 +1,182 @@
+"""Receipts: one stored run's proof of record, checkable offline (docs/decisions/0016-receipts.md).
+
+A receipt is plain JSON: the run's summary (from the REDACTED report), its
+``run-sealed`` entry and that entry's content, the entry's Merkle inclusion
+proof, a signed tree head and the Ed25519 public key that signed it.
+:func:`verify` needs nothing else: no store, no SQLAlchemy.
+
+The signing key lives beside the store (:func:`load_or_create_key`); it is
+never written into a receipt or printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from ..canonical import digest
+from . import merkle
+from .chain import Entry, TreeHead, entry_hash, leaves, sign_head, verify_head
+
+if TYPE_CHECKING:
+    from ..model.result import Report
+
+SCHEMA: Final = "assay.receipt/1"
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptCheck:
+    """What :func:`verify` found: ``ok``, the first failing check, the key's fingerprint."""
+
+    ok: bool
+    reason: str = ""
+    fingerprint: str = ""
+    pinned: bool = False
+
+
+def _raw(public_key: Ed25519PublicKey) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def fingerprint(raw_public_key: bytes) -> str:
+    """``"sha256:"`` and the hex SHA-256 of the raw 32-byte public key."""
+    return "sha256:" + hashlib.sha256(raw_public_key).hexdigest()
+
+
+def load_or_create_key(path: Path) -> Ed25519PrivateKey:
+    """The Ed25519 key in ``path`` (PKCS#8 PEM); created with mode 0600 if it does not exist."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pem = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption())
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass  # another writer made it first: read theirs
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(pem)
+    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path} does not hold an Ed25519 private key")
+    return key
+
+
+def summary(report: Report) -> dict[str, Any]:
+    """What a receipt says of a run: from the REDACTED report, digests and scores only."""
+    scores = report.scores
+    return {
+        "run_id": report.run_id,
+        "suite": {"id": report.suite.id, "digest": report.suite.digest},
+        "hidden_set": report.suite.hidden_set,
+        "target": {"uri": report.target.uri, "digest": report.target.digest},
+        "started_at": report.started_at, "finished_at": report.finished_at,
+        "scores": {"public": scores.public, "hidden": scores.hidden, "overall": scores.overall,
+                   "pass_mark": scores.pass_mark},
+        "passed": scores.passed,
+    }
+
+
+def build(summary: dict[str, Any], entries: list[Entry], sealed_index: int,
+          content: dict[str, Any], private_key: Ed25519PrivateKey) -> dict[str, Any]:
+    """The receipt of the run-sealed entry at ``sealed_index`` in the tree of all ``entries``."""
+    entry = entries[sealed_index]
+    head: TreeHead = sign_head(entries, private_key)
+    path = merkle.inclusion_proof(leaves(entries), sealed_index)
+    raw = _raw(private_key.public_key())
+    return {
+        "schema": SCHEMA,
+        "run": summary,
+        "entry": {"index": entry.index, "kind": entry.kind,
+                  "content_digest": entry.content_digest, "prev_hash": entry.prev_hash,
+                  "hash": entry.hash},
+        "content": content,
+        "proof": {"audit_path": [node.hex() for node in path]},
+        "head": {"size": head.size, "root": head.root.hex(),
+                 "signature": base64.b64encode(head.signature).decode("ascii")},
+        "key": {"algorithm": "ed25519", "public_key": base64.b64encode(raw).decode("ascii"),
+                "fingerprint": fingerprint(raw)},
+    }
+
+
+def _hex32(value: Any, prefix: str = "") -> bytes:
+    if not isinstance(value, str) or not value.startswith(prefix):
+        raise ValueError("not a hash")
+    raw = bytes.fromhex(value.removeprefix(prefix))
+    if len(raw) != merkle.HASH_SIZE or raw.hex() != value.removeprefix(prefix):
+        raise ValueError("not a lowercase 32-byte hash")
+    return raw
+
+
+def _b64(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise ValueError("not base64")
+    raw = base64.b64decode(value, validate=True)
+    if base64.b64encode(raw).decode("ascii") != value:
+        raise ValueError("not canonical base64")
+    return raw
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("not an integer")
+    return value
+
+
+def verify(receipt: Any, pin: str | None = None) -> ReceiptCheck:
+    """Check a receipt offline; name the first check that fails. Never raises on bad input."""
+    step = "schema"
+    try:
+        if not isinstance(receipt, dict) or receipt.get("schema") != SCHEMA:
+            return ReceiptCheck(False, f"schema: not an {SCHEMA} receipt")
+        step = "key"
+        key = receipt["key"]
+        raw_key = _b64(key["public_key"])
+        public_key = Ed25519PublicKey.from_public_bytes(raw_key)
+        found = fingerprint(raw_key)
+        if key["fingerprint"] != found:
+            return ReceiptCheck(False, "key: the fingerprint is not the public key's", found)
+        step = "entry"
+        entry, content, run = receipt["entry"], receipt["content"], receipt["run"]
+        index = _int(entry["index"])
+        leaf = _hex32(entry["hash"], "sha256:")
+        _hex32(entry["content_digest"], "sha256:")
+        _hex32(entry["prev_hash"], "sha256:")
+        if entry["kind"] != "run-sealed":
+            return ReceiptCheck(False, "entry: not a run-sealed entry", found)
+        if entry_hash(index, entry["kind"], entry["content_digest"],
+                      entry["prev_hash"]) != entry["hash"]:
+            return ReceiptCheck(False, "entry: its hash does not match its fields", found)
+        step = "content"
+        if digest(content) != entry["content_digest"]:
+            return ReceiptCheck(False, "content: does not match the entry's content digest",
+                                found)
+        if not isinstance(content, dict) or not isinstance(run, dict) \
+                or content.get("run_id") != run.get("run_id"):
+            return ReceiptCheck(False, "content: names another run than the summary", found)
+        step = "proof"
+        head = receipt["head"]
+        size, root = _int(head["size"]), _hex32(head["root"])
+        path = [_hex32(node) for node in receipt["proof"]["audit_path"]]
+        if not merkle.verify_inclusion(merkle.leaf_hash(leaf), index, size, path, root):
+            return ReceiptCheck(False, "proof: the entry is not in the tree head's root", found)
+        step = "signature"
+        if not verify_head(TreeHead(size, root, _b64(head["signature"])), public_key):
+            return ReceiptCheck(False, "signature: the tree head is not signed by the key", found)
+    except (KeyError, TypeError, ValueError, binascii.Error):
+        return ReceiptCheck(False, f"{step}: malformed")
+    if pin is not None:
+        wanted = pin.strip()
+        if wanted not in (key["public_key"], found, found.removeprefix("sha256:")):
+            return ReceiptCheck(False, f"key: signed by key {found}, not the pinned key", found)
+        return ReceiptCheck(True, fingerprint=found, pinned=True)
+    return ReceiptCheck(True, fingerprint=found)

@@ -1,0 +1,213 @@
+"""Receipts: build from a stored run through the CLI, verify offline; any flipped bit fails."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assay.store import receipts
+
+from .test_ledger_runs import CANARY, assay, project
+
+
+def _run_id(root: Path, name: str) -> str:
+    run_id: str = json.loads((root / name).read_text())["run_id"]
+    return run_id
+
+
+def _stored(root: Path, url: str, name: str = "r.json") -> str:
+    done = assay(root, "run", "evals", "--json", name, "--db", url)
+    assert done.returncode == 1, done.stderr  # one hidden case fails
+    return _run_id(root, name)
+
+
+def test_a_receipt_verifies_offline_and_stays_valid(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    url = "sqlite:///store/assay.db"
+    run_id = _stored(root, url)
+    made = assay(root, "receipt", run_id, "--db", url, "--out", "rec.json")
+    assert made.returncode == 0, made.stderr
+    key_file = root / "store" / "ledger.key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+    checked = assay(root, "receipt", "verify", "rec.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    data = json.loads((root / "rec.json").read_text())
+    fp = data["key"]["fingerprint"]
+    assert "receipt verifies" in checked.stdout
+    assert f"signed by key {fp} (not pinned)" in checked.stdout
+    assert data["run"]["run_id"] == run_id == data["content"]["run_id"]
+    assert data["entry"]["kind"] == "run-sealed"
+
+    # More runs later: the receipt still verifies against its own head.
+    _stored(root, url, "r2.json")
+    _stored(root, url, "r3.json")
+    assert assay(root, "receipt", "verify", "rec.json").returncode == 0
+    again = assay(root, "receipt", run_id, "--db", url)
+    assert again.returncode == 0, again.stderr
+    later = json.loads(again.stdout)
+    assert later["head"]["size"] > data["head"]["size"]
+    assert later["key"] == data["key"]  # the same key, reused
+    assert receipts.verify(later).ok
+
+    # Pinning: the right key (either form) passes, a wrong one fails.
+    for pin in (fp, data["key"]["public_key"]):
+        pinned = assay(root, "receipt", "verify", "rec.json", "--key", pin)
+        assert pinned.returncode == 0 and "(pinned)" in pinned.stdout
+    other = receipts.fingerprint(b"\x01" * 32)
+    wrong = assay(root, "receipt", "verify", "rec.json", "--key", other)
+    assert wrong.returncode == 1 and "pinned" in wrong.stdout
+
+    # No hidden content, no private key anywhere.
+    text = (root / "rec.json").read_text()
+    private = key_file.read_text()
+    body = "".join(private.strip().splitlines()[1:-1])
+    assert CANARY not in text and CANARY not in again.stdout
+    for out in (made, checked, again, wrong):
+        assert body not in out.stdout + out.stderr
+    assert body not in text
+
+
+def test_verify_does_not_load_sqlalchemy(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    run_id = _stored(root, "sqlite:///s/a.db")
+    assert assay(root, "receipt", run_id, "--db", "sqlite:///s/a.db",
+                 "--out", "rec.json").returncode == 0
+    code = ("import sys\nfrom assay.cli import main\n"
+            "try:\n    main(['receipt', 'verify', 'rec.json'])\n"
+            "except SystemExit as e:\n    print('exit', e.code)\n"
+            "print('sqlalchemy' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, timeout=60)
+    assert "receipt verifies" in done.stdout and done.stdout.strip().endswith("False")
+
+
+def test_no_receipt_without_a_sealed_entry_or_a_key(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    assert assay(root, "receipt", "no-such-run", "--db", "sqlite:///s/a.db").returncode == 2
+    env_free = assay(root, "receipt", "x", "--db", "postgresql+psycopg://127.0.0.1:1/none")
+    if "ASSAY_LEDGER_KEY" not in os.environ:
+        assert env_free.returncode == 2 and "ASSAY_LEDGER_KEY" in env_free.stderr
+
+
+@pytest.mark.real
+def test_a_receipt_from_postgresql(postgres_url: str, tmp_path: Path) -> None:
+    root = project(tmp_path)
+    run_id = _stored(root, postgres_url)
+    env = {**os.environ, "ASSAY_LEDGER_KEY": str(tmp_path / "keys" / "ledger.key")}
+    made = subprocess.run([sys.executable, "-m", "assay", "receipt", run_id, "--db", postgres_url,
+                           "--out", "rec.json"], capture_output=True, text=True, cwd=root,
+                          env=env, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert assay(root, "receipt", "verify", "rec.json").returncode == 0
+
+
+# Property: any single flipped bit in any hash, proof node, root, signature or key fails.
+
+_RECEIPT: dict[str, Any] = {}
+
+
+def _receipt() -> dict[str, Any]:
+    if not _RECEIPT:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        from assay.store.chain import append
+
+        entries = []
+        for i in range(6):
+            kind = "run-sealed" if i == 3 else "trial-verdict"
+            content = {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64} if i == 3 \
+                else {"n": i}
+            entries.append(append(entries, kind, content))  # type: ignore[arg-type]
+        _RECEIPT.update(receipts.build(
+            {"run_id": "run-1"}, entries, 3,
+            {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64},
+            Ed25519PrivateKey.generate()))
+    return copy.deepcopy(_RECEIPT)
+
+
+def _fields(r: dict[str, Any]) -> list[tuple[str, ...]]:
+    found = [("entry", "hash"), ("entry", "content_digest"), ("entry", "prev_hash"),
+             ("head", "root"), ("head", "signature"), ("key", "public_key"),
+             ("key", "fingerprint")]
+    found += [("proof", "audit_path", str(i)) for i in range(len(r["proof"]["audit_path"]))]
+    return found
+
+
+def _get(r: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        r = r[int(part)] if isinstance(r, list) else r[part]
+    return r
+
+
+def _set(r: Any, path: tuple[str, ...], value: Any) -> None:
+    *head, last = path
+    parent = _get(r, tuple(head))
+    if isinstance(parent, list):
+        parent[int(last)] = value
+    else:
+        parent[last] = value
+
+
+def _flip(value: str, bit: int) -> str:
+    b64 = not all(c in "0123456789abcdef" for c in value.removeprefix("sha256:"))
+    if b64:
+        raw = bytearray(base64.b64decode(value))
+        raw[(bit // 8) % len(raw)] ^= 1 << (bit % 8)
+        return base64.b64encode(bytes(raw)).decode("ascii")
+    prefix = "sha256:" if value.startswith("sha256:") else ""
+    raw = bytearray(bytes.fromhex(value.removeprefix(prefix)))
+    raw[(bit // 8) % len(raw)] ^= 1 << (bit % 8)
+    return prefix + raw.hex()
+
+
+def test_the_sample_receipt_verifies() -> None:
+    assert receipts.verify(_receipt()).ok
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_flipped_bit_fails(data: st.DataObject) -> None:
+    r = _receipt()
+    path = data.draw(st.sampled_from(_fields(r)))
+    bit = data.draw(st.integers(min_value=0, max_value=511))
+    _set(r, path, _flip(_get(r, path), bit))
+    assert not receipts.verify(r).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([("entry", "index"), ("head", "size")]),
+       st.integers(min_value=-3, max_value=40))
+def test_a_changed_index_or_size_fails(path: tuple[str, str], value: int) -> None:
+    r = _receipt()
+    if _get(r, path) == value:
+        value += 1
+    _set(r, path, value)
+    assert not receipts.verify(r).ok
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["run_id", "report_digest"]), st.text(max_size=20))
+def test_changed_content_fails(field: str, value: str) -> None:
+    r = _receipt()
+    if r["content"][field] == value:
+        return
+    r["content"][field] = value
+    assert not receipts.verify(r).ok
+
+
+def test_malformed_receipts_fail_without_raising() -> None:
+    for bad in (None, [], {}, {"schema": "assay.receipt/1"}, {**_receipt(), "proof": None}):
+        assert not receipts.verify(bad).ok
+    assert not receipts.verify(_receipt(), pin="nope").ok

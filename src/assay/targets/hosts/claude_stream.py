@@ -25,11 +25,11 @@ in it (checked against Claude Code 2.1):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Event, Status, Usage
+from .events import json_event
 
 #: Result subtypes that mean a limit ended the run rather than an answer.
 LIMITS = {"error_max_turns": "max turns", "error_max_budget_usd": "max budget",
@@ -61,12 +61,8 @@ class _Reader:
         self.replies: set[str] = set()
 
     def line(self, t: float, raw: str) -> None:
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            self.run.unreadable += 1
-            return
-        if not isinstance(item, dict):
+        item = json_event(raw)
+        if item is None:
             self.run.unreadable += 1
             return
         kind = item.get("type")

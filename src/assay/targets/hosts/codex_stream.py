@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Event, Status, Usage
+from .events import json_event
 
 #: The model-facing names of Codex's shell tools.
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
@@ -87,12 +88,8 @@ class _Reader:
         self.open: dict[str, int] = {}
 
     def line(self, t: float, raw: str) -> None:
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            self.run.unreadable += 1
-            return
-        if not isinstance(item, dict):
+        item = json_event(raw)
+        if item is None:
             self.run.unreadable += 1
             return
         kind = item.get("type")

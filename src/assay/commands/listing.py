@@ -1,0 +1,39 @@
+"""`assay list`: the suites found and their public cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import AssayError
+from .common import fail, load_suites
+
+
+@click.command(name="list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
+    """Suites and their public cases; hidden cases only as a count."""
+    from rich.console import Console
+
+    try:
+        loaded = load_suites(paths, hidden_dir, ())
+    except AssayError as error:
+        fail(error)
+        return
+    out = Console(file=sys.stdout, highlight=False)
+    for item in loaded:
+        suite = item.suite
+        hidden = len(suite.hidden_cases())
+        source = f", {item.hidden_source}" if item.hidden_source else ""
+        out.print(f"[bold]{suite.id}[/]  {suite.title or ''}")
+        out.print(f"  file {item.path} · target {suite.target or '(none: give --target)'} · "
+                  f"{suite.trials} trial(s) · pass mark {suite.pass_mark:g}")
+        out.print(f"  {len(suite.public_cases())} public case(s), {hidden} hidden{source}")
+        for case in suite.public_cases():
+            tags = f"  [dim]{' '.join(case.tags)}[/]" if case.tags else ""
+            out.print(f"    {case.id}  ({len(case.expect)} assertion(s)){tags}")
+

@@ -1,0 +1,115 @@
+"""`assay receipt RUN` writes a stored run's receipt; `assay receipt verify FILE` checks it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import AssayError
+from .common import DB_OPTION, EXIT_NOT_PASSED, fail
+
+
+class _ReceiptGroup(click.Group):
+    """``assay receipt RUN`` builds; ``assay receipt verify FILE`` checks."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["create", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_ReceiptGroup)
+def receipt() -> None:
+    """A stored run's signed receipt: `assay receipt RUN`, `assay receipt verify FILE`."""
+
+
+def _ledger_key_path(url: str | None) -> Path:
+    from ..errors import UsageError
+
+    named = os.environ.get("ASSAY_LEDGER_KEY")
+    if named:
+        return Path(named)
+    if not url:
+        return Path(".assay") / "ledger.key"
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database \
+            and parsed.database != ":memory:":
+        return Path(parsed.database).parent / "ledger.key"
+    raise UsageError("receipt: this store keeps no key file beside it; set ASSAY_LEDGER_KEY "
+                     "to the path of the Ed25519 signing key (created if missing)")
+
+
+@receipt.command(name="create", hidden=True)
+@click.argument("run_id", metavar="RUN")
+@DB_OPTION
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the receipt here (default: standard output).")
+def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
+    """Write RUN's receipt: summary, run-sealed entry, inclusion proof, signed tree head."""
+    import json
+
+    from ..errors import UsageError
+    from ..grading import redact
+    from ..store import receipts
+    from ..store.database import open_store
+    from ..store.recording import report_digest
+
+    try:
+        key_path = _ledger_key_path(db)
+        store = open_store(db)
+        try:
+            full = store.load_report(run_id)
+            entries = store.ledger.entries()
+        finally:
+            store.close()
+        index = (full.seal or {}).get("entry")
+        if not isinstance(index, int) or not 0 <= index < len(entries) \
+                or entries[index].kind != "run-sealed":
+            raise UsageError(f"run {run_id} has no run-sealed ledger entry "
+                             "(stored before the ledger?): no receipt")
+        content = {"run_id": full.run_id, "report_digest": report_digest(full)}
+        try:
+            key = receipts.load_or_create_key(key_path)
+        except (OSError, ValueError, TypeError) as error:
+            raise UsageError(f"receipt: cannot use the signing key {key_path} "
+                             f"({type(error).__name__})") from None
+        built = receipts.build(receipts.summary(redact(full)), entries, index, content, key)
+    except AssayError as error:
+        fail(error)
+        return
+    text = json.dumps(built, indent=2, ensure_ascii=False) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"receipt: {out} (run {run_id}, entry {index}, "
+                   f"signed by key {built['key']['fingerprint']})")
+
+
+@receipt.command(name="verify")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--key", "pin", metavar="KEY",
+              help="The signer to require: its raw public key (base64) or SHA-256 fingerprint.")
+def receipt_verify(file: Path, pin: str | None) -> None:
+    """Check a receipt offline, with no store; exit 1 naming the first check that fails."""
+    import json
+
+    from ..store import receipts
+
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        click.echo("receipt: not readable JSON")
+        sys.exit(EXIT_NOT_PASSED)
+    result = receipts.verify(data, pin)
+    if not result.ok:
+        click.echo(f"receipt: {result.reason}")
+        sys.exit(EXIT_NOT_PASSED)
+    pinned = "pinned" if result.pinned else "not pinned"
+    click.echo(f"receipt verifies: signed by key {result.fingerprint} ({pinned})")
+

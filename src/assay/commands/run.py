@@ -1,0 +1,235 @@
+"""`assay run`: load suites, run each against its targets, report, store and seal."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..errors import AssayError
+from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail, load_suites
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..engine import RunStart
+    from ..model import Report
+    from ..store.database import Store
+    from ..suites import LoadedSuite
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``assay run`` was asked to do."""
+
+    paths: tuple[Path, ...]
+    suite_ids: tuple[str, ...]
+    targets: tuple[str, ...]
+    trials: int | None
+    concurrency: int
+    timeout_s: float | None
+    seed: int | None
+    hidden_dir: Path | None
+    json_path: Path | None
+    junit_path: Path | None
+    markdown_path: Path | None
+    base_url: str | None = None
+    db: str | None = None
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--suite", "suite_ids", multiple=True, metavar="ID", help="Run only this suite.")
+@click.option("--target", "targets", multiple=True, metavar="URI",
+              help="The agent (SPEC §4); several give one run each, side by side.")
+@click.option("--trials", type=click.IntRange(min=1), help="Trials per case (overrides suites).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Trials running at once.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per trial (overrides suites).")
+@click.option("--seed", type=int, help="Seed for anything random (recorded in the report).")
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the JSON report.")
+@click.option("--junit", "junit_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write JUnit XML.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a Markdown summary.")
+@click.option("--base-url", metavar="URL",
+              help="The OpenAI-compatible server of openai: targets, e.g. "
+                   "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
+@DB_OPTION
+def run(**kwargs: Any) -> None:
+    """Run suites against targets; exit 0 only if every run passed."""
+    options = RunOptions(**kwargs)
+    try:
+        code = _run(options)
+    except AssayError as error:
+        fail(error)
+        return
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """Exit; if an agent thread hangs (a timed-out sync agent), do not wait for it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    stuck = [t for t in threading.enumerate()
+             if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if stuck:
+        os._exit(code)
+    sys.exit(code)
+
+
+def _run(options: RunOptions) -> int:
+    from rich.console import Console
+
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    out = Console(file=sys.stdout, highlight=False)
+    err = Console(file=sys.stderr, highlight=False)
+    # A battery allocates many small, long-lived objects (cases, traces,
+    # verdicts) and frees few: the default GC thresholds rescan them all
+    # again and again. Collect less often, and never rescan the loaded suites.
+    gc.set_threshold(50_000, 20, 100)
+    loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
+    gc.freeze()
+    plans = [(item, uri) for item in loaded for uri in _targets_for(item, options.targets)]
+    return _execute(plans, options, out, err)
+
+
+def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
+    from ..errors import UsageError
+
+    if given:
+        return list(given)
+    if item.suite.target:
+        return [item.suite.target]
+    raise UsageError(f"{item.path}: suite {item.suite.id} names no target; give --target URI")
+
+
+def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
+             err: Console) -> int:
+    # For now a run is stored only when a store is named (--db or ASSAY_DB):
+    # saving costs more than the battery itself on large runs, and recording
+    # must not become the bottleneck (issue 4 sets < 15% of throughput). Once
+    # it is that cheap, every run is stored by default as SPEC §7 says.
+    if options.db is None:
+        return _batteries(plans, options, out, err, None)
+    from ..store.database import open_store
+
+    # Opened before any trial runs: a run that cannot be recorded should not start.
+    store = open_store(options.db)
+    try:
+        return _batteries(plans, options, out, err, store)
+    finally:
+        store.close()
+
+
+def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
+               err: Console, store: Store | None) -> int:
+    import asyncio
+
+    from ..errors import HarnessFailure
+    from ..grading import redact
+    from ..reports import write_json, write_junit, write_markdown
+    from ..reports.terminal import print_report, print_side_by_side
+
+    reports: list[Report] = []
+    harness_failed = False
+    interrupted = False
+    for item, uri in plans:
+        try:
+            outcome: list[tuple[Report, bool]] = []
+            asyncio.run(_battery(item, uri, options, err, outcome, store))
+            full, interrupted = outcome[0]
+        except HarnessFailure as failure:
+            err.print(f"[bold magenta]harness failure[/] ({item.suite.id}): {failure}",
+                      markup=True, highlight=False)
+            harness_failed = True
+            continue
+        if store is not None:
+            from ..store.recording import seal, stored_suite
+
+            # Trial verdicts and run-sealed go to the ledger first; the stored
+            # report (the full one: replay needs the hidden cases) carries the seal.
+            full = full.model_copy(update={"seal": seal(store.ledger, full)})
+            store.save_run(full, stored_suite(item))
+        report = redact(full)
+        reports.append(report)
+        print_report(out, report)
+        out.print()
+        if interrupted:
+            err.print("[yellow]interrupted: the trials that finished are reported[/]")
+            break
+    if len(reports) > 1:
+        print_side_by_side(out, reports)
+    if reports:
+        if options.json_path:
+            write_json(reports, options.json_path)
+        if options.junit_path:
+            write_junit(reports, options.junit_path)
+        if options.markdown_path:
+            write_markdown(reports, options.markdown_path)
+    if harness_failed:
+        return EXIT_HARNESS
+    return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED
+
+
+async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Console,
+                   outcome: list[tuple[Report, bool]], store: Store | None = None) -> None:
+    # The result goes out through ``outcome``, not as the coroutine's return
+    # value: on Python 3.11 asyncio.run formats its main task's repr (result
+    # included) when it checks the SIGINT handler, which costs seconds for a
+    # large report.
+    import asyncio
+    import signal
+
+    from ..engine import Battery, BatteryOptions
+    from ..reports.progress import BatteryProgress
+    from ..targets import TargetOptions, make_target
+
+    # Relative names resolve beside the suite file first, then in the working folder.
+    target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency,
+                                   base_url=options.base_url)
+    target = make_target(uri, target_options)
+    battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
+                                     timeout_s=options.timeout_s, seed=options.seed)
+    battery = Battery(item, target, battery_options)
+    if store is not None:
+        from ..store.recording import registration
+
+        ledger = store.ledger
+        per_case = options.trials or item.suite.trials
+
+        def register(start: RunStart) -> None:
+            # Pre-registration: sealed in the ledger before any trial runs.
+            ledger.append("run-registered", registration(start, item, target, per_case))
+
+        battery.on_start = register
+    with BatteryProgress(err, f"{item.suite.id}", len(battery.plan())) as progress:
+        battery.on_trial = progress.trial_done
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            if battery.interrupted:
+                os._exit(130)  # a second Ctrl-C: stop now
+            battery.interrupt()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        try:
+            report = await battery.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    outcome.append((report, battery.interrupted))

@@ -1,0 +1,69 @@
+"""`assay runs` and `assay show RUN`: stored runs, redacted as every report is."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import AssayError
+from .common import DB_OPTION, fail
+
+
+@click.command()
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="One JSON list, for scripts.")
+def runs(db: str | None, as_json: bool) -> None:
+    """The stored runs, oldest first: id, suite, target, started, scores, passed."""
+    import dataclasses
+    import json
+
+    from ..reports.common import pct
+    from ..store.database import open_store
+
+    try:
+        store = open_store(db)
+        summaries = store.runs()
+        store.close()
+    except AssayError as error:
+        fail(error)
+        return
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(s) for s in summaries], indent=2))
+        return
+    for s in summaries:
+        verdict = "passed" if s.passed else "NOT PASSED"
+        if s.interrupted:
+            verdict += " (interrupted)"
+        click.echo(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
+                   f"public {pct(s.public)} · hidden {pct(s.hidden)} · "
+                   f"overall {pct(s.overall)}  {verdict}")
+
+
+@click.command()
+@click.argument("run_id", metavar="RUN")
+@DB_OPTION
+@click.option("--json", "as_json", is_flag=True, help="The JSON report (SPEC §6).")
+def show(run_id: str, db: str | None, as_json: bool) -> None:
+    """One stored run, as its report shows it: hidden cases as holdouts only."""
+    import json
+
+    from rich.console import Console
+
+    from ..grading import redact
+    from ..reports.json_report import as_json as report_json
+    from ..reports.terminal import print_report
+    from ..store.database import open_store
+
+    try:
+        store = open_store(db)
+        report = redact(store.load_report(run_id))
+        store.close()
+    except AssayError as error:
+        fail(error)
+        return
+    if as_json:
+        click.echo(json.dumps(report_json([report]), indent=2, ensure_ascii=False))
+        return
+    print_report(Console(file=sys.stdout, highlight=False), report)
+

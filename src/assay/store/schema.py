@@ -28,20 +28,24 @@ runs = sa.Table(
     sa.Column("target_facets", sa.JSON, nullable=False),
     sa.Column("seed", sa.BigInteger),
     sa.Column("started_at", sa.String(40), nullable=False),
-    sa.Column("finished_at", sa.String(40), nullable=False),
+    sa.Column("finished_at", sa.String(40)),
     sa.Column("trials_per_case", sa.Integer, nullable=False),
     sa.Column("pass_mark", sa.Float, nullable=False),
     sa.Column("score_public", sa.Float),
     sa.Column("score_hidden", sa.Float),
     sa.Column("score_overall", sa.Float),
-    sa.Column("passed", sa.Boolean, nullable=False),
-    sa.Column("interrupted", sa.Boolean, nullable=False),
+    sa.Column("passed", sa.Boolean),
+    sa.Column("interrupted", sa.Boolean),
     # The report's canonical (RFC 8785) JSON: its SHA-256 is ``report_digest``.
-    sa.Column("report", sa.Text, nullable=False),
-    sa.Column("report_digest", sa.String(80), nullable=False),
+    sa.Column("report", sa.Text),
+    sa.Column("report_digest", sa.String(80)),
     # The suite that ran, hidden cases included, as canonical JSON
     # (docs/decisions/0015-replay.md); NULL for runs stored before revision 0003.
     sa.Column("suite", sa.Text),
+    # ``open`` from registration until sealed (resumable), then ``sealed`` (revision 0004).
+    sa.Column("status", sa.String(16), nullable=False, server_default="sealed"),
+    # What the battery was asked (trials, timeout), as JSON: a resume runs the rest alike.
+    sa.Column("options", sa.Text),
 )
 
 trials = sa.Table(
@@ -56,6 +60,8 @@ trials = sa.Table(
     sa.Column("duration_s", sa.Float, nullable=False),
     sa.Column("usage", sa.JSON, nullable=False),
     sa.Column("trace_digest", sa.String(80)),
+    # The index of this trial's ``trial-verdict`` ledger entry (revision 0004).
+    sa.Column("entry", sa.BigInteger),
     sa.UniqueConstraint("run_id", "case_id", "n", name="uq_trials_identity"),
 )
 
@@ -94,5 +100,18 @@ ledger = sa.Table(
     sa.Column("content_digest", sa.String(80), nullable=False),
     sa.Column("prev_hash", sa.String(80), nullable=False),
     sa.Column("hash", sa.String(80), nullable=False),
+    sa.Column("created_at", sa.String(40), nullable=False),
+)
+
+# Signed tree heads (docs/decisions/0017-recording.md): the Merkle root of the
+# ledger's first ``size`` entries, signed with the store's Ed25519 key, and the
+# compact range (JSON list of hex subtree hashes) the next head extends.
+ledger_heads = sa.Table(
+    "ledger_heads", metadata,
+    sa.Column("size", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("root", sa.String(64), nullable=False),
+    sa.Column("signature", sa.Text, nullable=False),
+    sa.Column("public_key", sa.Text, nullable=False),
+    sa.Column("frontier", sa.Text, nullable=False),
     sa.Column("created_at", sa.String(40), nullable=False),
 )

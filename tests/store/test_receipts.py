@@ -93,12 +93,21 @@ def test_verify_does_not_load_sqlalchemy(tmp_path: Path) -> None:
     assert "receipt verifies" in done.stdout and done.stdout.strip().endswith("False")
 
 
-def test_no_receipt_without_a_sealed_entry_or_a_key(tmp_path: Path) -> None:
+def test_no_receipt_without_a_sealed_entry(tmp_path: Path) -> None:
     root = project(tmp_path)
     assert assay(root, "receipt", "no-such-run", "--db", "sqlite:///s/a.db").returncode == 2
-    env_free = assay(root, "receipt", "x", "--db", "postgresql+psycopg://127.0.0.1:1/none")
-    if "ASSAY_LEDGER_KEY" not in os.environ:
-        assert env_free.returncode == 2 and "ASSAY_LEDGER_KEY" in env_free.stderr
+
+
+def test_the_key_of_a_non_file_store_lives_in_dot_assay(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.store.keys import ledger_key_path
+
+    monkeypatch.delenv("ASSAY_LEDGER_KEY", raising=False)
+    assert ledger_key_path("postgresql+psycopg://h/db") == Path(".assay") / "ledger.key"
+    assert ledger_key_path("sqlite:///s/a.db") == Path("s") / "ledger.key"
+    assert ledger_key_path(None) == Path(".assay") / "ledger.key"
+    monkeypatch.setenv("ASSAY_LEDGER_KEY", str(tmp_path / "k"))
+    assert ledger_key_path("sqlite:///s/a.db") == tmp_path / "k"
 
 
 @pytest.mark.real

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -26,24 +25,6 @@ def receipt() -> None:
     """A stored run's signed receipt: `assay receipt RUN`, `assay receipt verify FILE`."""
 
 
-def _ledger_key_path(url: str | None) -> Path:
-    from ..errors import UsageError
-
-    named = os.environ.get("ASSAY_LEDGER_KEY")
-    if named:
-        return Path(named)
-    if not url:
-        return Path(".assay") / "ledger.key"
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and parsed.database \
-            and parsed.database != ":memory:":
-        return Path(parsed.database).parent / "ledger.key"
-    raise UsageError("receipt: this store keeps no key file beside it; set ASSAY_LEDGER_KEY "
-                     "to the path of the Ed25519 signing key (created if missing)")
-
-
 @receipt.command(name="create", hidden=True)
 @click.argument("run_id", metavar="RUN")
 @DB_OPTION
@@ -57,10 +38,11 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     from ..grading import redact
     from ..store import receipts
     from ..store.database import open_store
+    from ..store.keys import signing_key
     from ..store.recording import report_digest
 
     try:
-        key_path = _ledger_key_path(db)
+        key = signing_key(db)
         store = open_store(db)
         try:
             full = store.load_report(run_id)
@@ -73,11 +55,6 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
             raise UsageError(f"run {run_id} has no run-sealed ledger entry "
                              "(stored before the ledger?): no receipt")
         content = {"run_id": full.run_id, "report_digest": report_digest(full)}
-        try:
-            key = receipts.load_or_create_key(key_path)
-        except (OSError, ValueError, TypeError) as error:
-            raise UsageError(f"receipt: cannot use the signing key {key_path} "
-                             f"({type(error).__name__})") from None
         built = receipts.build(receipts.summary(redact(full)), entries, index, content, key)
     except AssayError as error:
         fail(error)

@@ -5,7 +5,7 @@ A receipt is plain JSON: the run's summary (from the REDACTED report), its
 proof, a signed tree head and the Ed25519 public key that signed it.
 :func:`verify` needs nothing else: no store, no SQLAlchemy.
 
-The signing key lives beside the store (:func:`load_or_create_key`); it is
+The signing key lives beside the store (:mod:`assay.store.keys`); it is
 never written into a receipt or printed.
 """
 
@@ -14,9 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from cryptography.hazmat.primitives import serialization
@@ -49,26 +47,6 @@ def _raw(public_key: Ed25519PublicKey) -> bytes:
 def fingerprint(raw_public_key: bytes) -> str:
     """``"sha256:"`` and the hex SHA-256 of the raw 32-byte public key."""
     return "sha256:" + hashlib.sha256(raw_public_key).hexdigest()
-
-
-def load_or_create_key(path: Path) -> Ed25519PrivateKey:
-    """The Ed25519 key in ``path`` (PKCS#8 PEM); created with mode 0600 if it does not exist."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pem = Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption())
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another writer made it first: read theirs
-        else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(pem)
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):
-        raise ValueError(f"{path} does not hold an Ed25519 private key")
-    return key
 
 
 def summary(report: Report) -> dict[str, Any]:

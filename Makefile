@@ -35,6 +35,13 @@ demo: $(STAMP)
 	@$(BIN)/python examples/support/stub_model.py -- \
 	  $(BIN)/assay run examples/support --target openai:naive-bot; \
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+	@echo
+	@echo "== Every run above was recorded and sealed in .assay/assay.db. The ledger verifies;"
+	@echo "== a receipt of the first run is checked offline, with no store."
+	$(BIN)/assay runs
+	$(BIN)/assay ledger verify
+	$(BIN)/assay receipt "$$($(BIN)/python -c 'import json; d = json.load(open("out/demo.json")); print((d.get("runs") or [d])[0]["run_id"])')" --out out/demo.receipt.json
+	$(BIN)/assay receipt verify out/demo.receipt.json
 
 $(HOSTS): tests/hosts/package.json tests/hosts/package-lock.json tests/hosts/install.sh
 	tests/hosts/install.sh

@@ -164,10 +164,13 @@ def run_assay_suite(
     concurrency: int,
     timeout_s: float,
     want_passed: int | None = None,
+    store: bool = False,
 ) -> ProcessRun:
-    """`assay run DIR --json out.json --concurrency C`, checked: exit 0, all n passed.
+    """`assay run DIR --json out.json --concurrency C --no-store`, checked: exit 0, all passed.
 
     With want_passed < n (the self-check), exit 1 and exactly that many passes.
+    The engine is compared with peers that keep no record, so the record is
+    off here unless ``store`` (bench/record.py measures what it costs).
     """
     want = n if want_passed is None else want_passed
     want_exit = 0 if want == n else 1
@@ -180,6 +183,7 @@ def run_assay_suite(
         str(report_path),
         "--concurrency",
         str(concurrency),
+        *([] if store else ["--no-store"]),
     ]
     run = run_process(argv, cwd=suite_dir.parent, env=assay_env(suite_dir), timeout_s=timeout_s)
     if run.returncode != want_exit:

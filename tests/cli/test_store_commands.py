@@ -40,8 +40,7 @@ def test_runs_are_stored_and_shown_without_hidden_content(project) -> None:
     project.write("evals/echo_agent.py", AGENT)
     project.write("evals/store.suite.yaml", SUITE)
     project.write("evals/hidden/cases.yaml", HIDDEN)
-    done = project.assay("run", "evals", "--json", "r.json",
-                         "--db", "sqlite:///.assay/assay.db")
+    done = project.assay("run", "evals", "--json", "r.json")
     assert done.code == 1, done.err
     run_id = json.loads((project.root / "r.json").read_text())["run_id"]
 
@@ -80,14 +79,23 @@ def test_db_option_and_env_name_the_store(project) -> None:
     project.write("evals/echo_agent.py", AGENT)
     project.write("evals/store.suite.yaml", SUITE.replace("hidden: hidden/\n", ""))
     url = f"sqlite:///{project.root / 'team.db'}"
-    # No store named: for now nothing is recorded (see docs/decisions/0013-store.md).
-    assert project.assay("run", "evals").code == 0
+    # --no-store records nothing; a named store (option or environment) gets
+    # the run and keeps its signing key beside it, never in .assay/.
+    assert project.assay("run", "evals", "--no-store").code == 0
     assert not (project.root / ".assay").exists()
     assert project.assay("run", "evals", "--db", url).code == 0
     assert project.assay("run", "evals", env={"ASSAY_DB": url}).code == 0
     assert not (project.root / ".assay").exists()
+    assert (project.root / "ledger.key").exists()
     listed = project.assay("runs", "--json", env={"ASSAY_DB": url})
     assert len(json.loads(listed.out)) == 2
+    # With no store named, every run is recorded and sealed in .assay/assay.db.
+    default = project.assay("run", "evals", "--json", "r.json")
+    assert default.code == 0, default.err
+    sealed = json.loads((project.root / "r.json").read_text())["seal"]
+    assert isinstance(sealed["entry"], int) and sealed["hash"].startswith("sha256:")
+    mine = json.loads(project.assay("runs", "--json").out)
+    assert [r["status"] for r in mine] == ["sealed"]
 
 
 def test_show_of_an_unknown_run_is_a_usage_error(project) -> None:

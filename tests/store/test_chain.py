@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from assay.store import (
     verify,
     verify_head,
 )
+from assay.store.chain import _entry_bytes, entry_hash, walk
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
@@ -288,3 +290,47 @@ def test_erasing_any_contents_keeps_verify_green(
     result = verify(entries, kept, sign_head(entries, KEY))
     assert result.ok
     assert {entries[p].content_digest for p in result.absent} == erased
+
+
+# entry_hash's format-string fast path gives exactly the canonical (JCS) bytes.
+
+_hex64 = st.text("0123456789abcdef", min_size=64, max_size=64).map(lambda h: "sha256:" + h)
+_odd_text = st.one_of(_hex64, st.text(max_size=80), _hex64.map(str.upper),
+                      _hex64.map(lambda h: h + '"'), _hex64.map(lambda h: h[:-1] + "\\"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.integers(0, 2**53 - 1), st.integers(-5, 5), st.booleans()),
+       st.one_of(st.sampled_from(KINDS), st.text(max_size=20)), _odd_text, _odd_text)
+def test_the_fast_entry_hash_is_the_canonical_one(index: int, kind: str, content_digest: str,
+                                                  prev_hash: str) -> None:
+    fields = {"content_digest": content_digest, "index": index, "kind": kind,
+              "prev_hash": prev_hash}
+    try:
+        expected = digest(fields)
+    except ValueError:  # e.g. a lone surrogate, which JCS cannot write
+        return
+    assert entry_hash(index, kind, content_digest, prev_hash) == expected
+    fast = (type(index) is int and index >= 0 and kind in KINDS
+            and all(re.fullmatch("sha256:[0-9a-f]{64}", d) for d in (content_digest, prev_hash)))
+    if fast:
+        assert _entry_bytes(index, kind, content_digest, prev_hash) == canonical(fields)
+
+
+def test_verify_takes_the_slow_path_for_odd_but_valid_fields() -> None:
+    """An entry whose fields the fast path does not take still verifies when it holds."""
+    odd = Entry(0, "gate", "sha256:" + "A" * 64, GENESIS,
+                entry_hash(0, "gate", "sha256:" + "A" * 64, GENESIS))
+    assert verify([odd], {}).ok and verify([odd], {}).absent == (0,)
+    assert verify([dataclasses.replace(odd, hash=_edit_hex(odd.hash))], {}).first_bad == 0
+
+
+def test_one_pass_checks_the_root_of_every_head() -> None:
+    entries, contents = sample()
+    rows = [(e.index, e.kind, e.content_digest, e.prev_hash, e.hash) for e in entries]
+    roots = {n: merkle.root(leaves(entries[:n])) for n in range(len(entries) + 1)}
+    assert walk(rows, contents, roots) == (verify(entries, contents), len(entries))
+    bad = {**roots, 4: roots[3]}
+    result, _ = walk(rows, contents, bad)
+    assert not result.ok and result.first_bad is None
+    assert result.reason == "the first 4 entries do not have the root of head 4 (rewritten)"

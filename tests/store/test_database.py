@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from assay.canonical import canonical, digest
 from assay.errors import UsageError
 from assay.grading import RunInfo, build_report, fold_case, fold_trial, redact
 from assay.model import (
@@ -28,6 +28,7 @@ from assay.model import (
 )
 from assay.store import schema
 from assay.store.database import Store, StoreError, open_store
+from assay.store.recording import report_digest
 
 
 def trace(text: str, cost: float = 0.01) -> Trace:
@@ -119,7 +120,11 @@ def test_the_stored_report_is_full_and_its_digest_is_kept(store: Store) -> None:
     with store.engine.connect() as connection:
         row = connection.execute(sa.select(schema.runs)).one()
         verdicts = connection.scalar(sa.select(sa.func.count()).select_from(schema.verdicts))
-    assert row.report_digest == digest(report.to_json_dict())
+    # The digest is of the stored bytes (the report with seal null), which load back
+    # into the same report and the same bytes.
+    assert row.report_digest == "sha256:" + hashlib.sha256(row.report.encode()).hexdigest()
+    assert row.report_digest == report_digest(report) == report_digest(store.load_report("run-1"))
+    assert json.loads(row.report) == {**report.to_json_dict(), "seal": None}
     assert "SECRET-h1" in str(row.report)  # kept for replay; outward surfaces redact
     assert (row.suite_digest, row.hidden_set, row.seed, row.pass_mark) == (
         "sha256:aa", "sha256:bb", 7, 0.8)
@@ -161,8 +166,9 @@ def test_traces_are_stored_once_by_content_digest(store: Store) -> None:
     assert len(blobs) == 5 and len(pointers) == 12 and set(pointers) == {b.digest for b in blobs}
     for blob in blobs:
         assert blob.digest == "sha256:" + hashlib.sha256(blob.content).hexdigest()
-    assert digest(trace("ok-1").model_dump(mode="json")) in pointers
-    assert canonical(trace("ok-1").model_dump(mode="json")) in {b.content for b in blobs}
+    stored = trace("ok-1").model_dump_json().encode()
+    assert "sha256:" + hashlib.sha256(stored).hexdigest() in pointers
+    assert stored in {b.content for b in blobs}
 
 
 def test_loading_an_unknown_run_names_it(store: Store) -> None:
@@ -213,3 +219,40 @@ def test_the_cli_reads_either_store_and_shows_no_hidden_content(store: Store, db
     assert "holdout-1" in assay("show", "run-1")
     shown = assay("show", "run-1", "--json")
     assert '"holdout-1"' in shown and '"p1"' in shown
+
+
+def test_the_known_head_revision_is_the_scripts_head() -> None:
+    # open_store skips Alembic when the store is at HEAD_REVISION: it must be the newest.
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from assay.store import database
+
+    config = Config()
+    config.set_main_option("script_location", str(database._MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_current_head() == database.HEAD_REVISION
+
+
+def test_a_store_from_revision_0003_migrates_and_keeps_its_runs(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from assay.store import database
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = sa.create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(database._MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0003")
+        connection.execute(sa.text(
+            "INSERT INTO runs (run_id, suite_id, suite_digest, target_uri, target_digest, "
+            "target_facets, started_at, finished_at, trials_per_case, pass_mark, passed, "
+            "interrupted, report, report_digest) VALUES ('old-1', 's@1', 'sha256:a', 'x:y', "
+            "'sha256:b', '{}', '2026-01-01', '2026-01-01', 1, 1.0, 1, 0, '{}', 'sha256:c')"))
+    engine.dispose()
+    store = open_store(url)
+    [summary] = store.runs()
+    store.close()
+    assert (summary.run_id, summary.status, summary.passed) == ("old-1", "sealed", True)

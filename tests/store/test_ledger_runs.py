@@ -5,6 +5,7 @@ Through the real CLI in a subprocess, on SQLite and on a real PostgreSQL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from assay.store import schema
+from assay.canonical import digest
+from assay.grading import redact
+from assay.store import receipts, schema
 from assay.store.database import open_store
 from assay.store.recording import report_digest
 
@@ -91,15 +94,23 @@ def test_a_stored_run_is_registered_judged_and_sealed(db_url: str, tmp_path: Pat
     assert registered["trials_per_case"] == 2 and registered["pass_mark"] == 0.9
     assert CANARY not in json.dumps(registered)
     verdict = content(db_url, entries[1].content_digest)
-    assert set(verdict) == {"run_id", "case_id", "n", "outcome", "verdicts"}
-    # The sealed digest is of the full report without its seal.
+    assert set(verdict) == {"run_id", "case_id", "n", "outcome", "verdicts", "trace"}
+    # The entry pins the evidence: the digest of the trace its verdicts were graded on.
+    trial = next(t for c in full.cases if c.id == verdict["case_id"]  # type: ignore[union-attr]
+                 for t in c.trials if t.n == verdict["n"])  # type: ignore[union-attr]
+    assert trial.trace is not None
+    assert verdict["trace"] == "sha256:" + hashlib.sha256(
+        trial.trace.model_dump_json().encode()).hexdigest()
+    # The sealed digest is of the full report without its seal, and the summary a
+    # receipt shows is sealed by its digest.
     assert content(db_url, sealed.content_digest) == {
-        "run_id": report["run_id"], "report_digest": report_digest(full)}
+        "run_id": report["run_id"], "report_digest": report_digest(full),
+        "summary": digest(receipts.summary(redact(full)))}
 
     shown = assay(root, "show", report["run_id"], "--json", "--db", db_url)
     assert json.loads(shown.stdout)["seal"] == report["seal"]
     checked = assay(root, "ledger", "verify", "--db", db_url)
-    assert checked.returncode == 0 and checked.stdout == "ledger: 8 entries verify\n"
+    assert checked.returncode == 0 and checked.stdout.startswith("ledger: 8 entries verify")
     for surface in (checked.stdout + checked.stderr, json.dumps(report["seal"]), done.stdout):
         assert CANARY not in surface
 
@@ -112,9 +123,9 @@ def test_a_stored_run_is_registered_judged_and_sealed(db_url: str, tmp_path: Pat
     assert more[8].prev_hash == sealed.hash
 
 
-def test_without_a_store_nothing_is_sealed(tmp_path: Path) -> None:
+def test_with_no_store_nothing_is_sealed(tmp_path: Path) -> None:
     root = project(tmp_path)
-    done = assay(root, "run", "evals", "--json", "r.json")
+    done = assay(root, "run", "evals", "--json", "r.json", "--no-store")
     assert done.returncode == 1, done.stderr
     assert json.loads((root / "r.json").read_text())["seal"] is None
     assert not (root / ".assay").exists()

@@ -49,7 +49,7 @@ def test_entries_chain_from_genesis_and_verify(store: Store, db_url: str) -> Non
     assert [e.index for e in entries] == list(range(6))
     assert entries[0].prev_hash == GENESIS
     assert all(b.prev_hash == a.hash for a, b in zip(entries, entries[1:], strict=False))
-    assert verify(db_url) == (0, "ledger: 6 entries verify\n")
+    assert verify(db_url) == (0, "ledger: 6 entries verify, 0 heads\n")
 
 
 def test_an_edited_content_byte_names_its_entry(store: Store, db_url: str) -> None:
@@ -103,12 +103,12 @@ def test_erased_content_still_verifies(store: Store, db_url: str) -> None:
     target = store.ledger.entries()[4]
     change(store, schema.blobs.update().where(schema.blobs.c.digest == target.content_digest)
            .values(content=None))
-    assert verify(db_url) == (0, "ledger: 6 entries verify (1 with content erased)\n")
+    assert verify(db_url) == (0, "ledger: 6 entries verify (1 with content erased), 0 heads\n")
 
 
 def test_an_empty_ledger_verifies(db_url: str) -> None:
     open_store(db_url).close()
-    assert verify(db_url) == (0, "ledger: 0 entries verify\n")
+    assert verify(db_url) == (0, "ledger: 0 entries verify, 0 heads\n")
 
 
 @pytest.mark.real

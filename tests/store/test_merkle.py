@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay.store import merkle
 from assay.store.merkle import (
     EMPTY_ROOT,
     consistency_proof,
@@ -232,3 +233,61 @@ def test_consistency_proofs_verify_and_fail_when_tampered(
     assert not verify_consistency(old, n, bad, r1, r2)
     other = data.draw(st.integers(1, n).filter(lambda m: m != old))
     assert not verify_consistency(other, n, proof, r1, r2)
+
+
+# Compact ranges (frontiers): extending one leaf at a time, or in any chunks, gives MTH.
+
+_LEAVES = [bytes([i % 256, i // 256]) * 3 for i in range(130)]
+
+
+def test_a_frontier_has_the_root_of_every_size() -> None:
+    frontier: list[bytes] = []
+    assert merkle.frontier_root(frontier) == merkle.EMPTY_ROOT
+    for size, leaf in enumerate(_LEAVES):
+        frontier = merkle.extend_frontier(frontier, size, [leaf])
+        assert len(frontier) == (size + 1).bit_count()
+        assert merkle.frontier_root(frontier) == merkle.root(_LEAVES[: size + 1]), size + 1
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.binary(max_size=8), max_size=80), st.data())
+def test_extending_in_chunks_gives_the_root_of_all(leaves: list[bytes],
+                                                   data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(leaves)), max_size=5)))
+    frontier: list[bytes] = []
+    start = 0
+    for cut in [*cuts, len(leaves)]:
+        before = list(frontier)
+        extended = merkle.extend_frontier(frontier, start, leaves[start:cut])
+        assert frontier == before  # the input is not changed in place
+        assert merkle.frontier_root(extended) == merkle.root(leaves[:cut])
+        frontier, start = extended, cut
+    assert merkle.frontier_root(frontier) == merkle.root(leaves)
+
+
+def test_a_frontier_that_cannot_be_of_its_size_is_refused() -> None:
+    three = merkle.extend_frontier([], 0, _LEAVES[:3])
+    given_in = list(three)
+    merkle.extend_frontier(three, 3, _LEAVES[3:5])
+    assert three == given_in  # not changed in place
+    for frontier, size in ((three, 4), (three[:1], 3), ([b"short"] * 2, 3), ([], -1)):
+        with pytest.raises(ValueError):
+            merkle.extend_frontier(frontier, size, [b"x"])
+
+
+def _recursive_path(hashes: list[bytes], m: int, lo: int, hi: int) -> list[bytes]:
+    """PATH(m, D[lo:hi]) exactly as RFC 6962 §2.1.1 defines it (the reference)."""
+    if hi - lo == 1:
+        return []
+    k = 1 << ((hi - lo - 1).bit_length() - 1)
+    mid = lo + k
+    if m < mid:
+        return [*_recursive_path(hashes, m, lo, mid), merkle.root(_LEAVES[mid:hi])]
+    return [*_recursive_path(hashes, m, mid, hi), merkle.root(_LEAVES[lo:mid])]
+
+
+def test_inclusion_proofs_are_the_rfc_definition_for_every_leaf_of_every_size() -> None:
+    for size in range(1, 70):
+        for index in range(size):
+            assert merkle.inclusion_proof(_LEAVES[:size], index) == \
+                _recursive_path([], index, 0, size), (index, size)

@@ -79,6 +79,22 @@ def test_a_receipt_verifies_offline_and_stays_valid(tmp_path: Path) -> None:
     assert body not in text
 
 
+def test_a_real_receipt_seals_its_summary(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    run_id = _stored(root, "sqlite:///s/a.db")
+    assert assay(root, "receipt", run_id, "--db", "sqlite:///s/a.db",
+                 "--out", "rec.json").returncode == 0
+    data = json.loads((root / "rec.json").read_text())
+    assert "summary" in data["content"] and receipts.verify(data).ok
+    for field, value in (("passed", not data["run"]["passed"]), ("started_at", "2020-01-01")):
+        forged = json.loads(json.dumps(data))
+        forged["run"][field] = value
+        (root / "forged.json").write_text(json.dumps(forged))
+        checked = assay(root, "receipt", "verify", "forged.json")
+        assert checked.returncode == 1
+        assert checked.stdout == "receipt: content: the summary is not the one sealed\n"
+
+
 def test_verify_does_not_load_sqlalchemy(tmp_path: Path) -> None:
     root = project(tmp_path)
     run_id = _stored(root, "sqlite:///s/a.db")
@@ -127,22 +143,33 @@ def test_a_receipt_from_postgresql(postgres_url: str, tmp_path: Path) -> None:
 _RECEIPT: dict[str, Any] = {}
 
 
+_SUMMARY: dict[str, Any] = {
+    "run_id": "run-1", "suite": {"id": "demo", "digest": "sha256:" + "b" * 64},
+    "hidden_set": None, "target": {"uri": "cmd:./agent", "digest": "sha256:" + "c" * 64},
+    "started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:00Z",
+    "scores": {"public": 0.75, "hidden": 0.5, "overall": 0.625, "pass_mark": 0.6},
+    "passed": True,
+}
+
+
 def _receipt() -> dict[str, Any]:
+    """A receipt whose sealed content also commits to the summary (``summary``: its digest)."""
     if not _RECEIPT:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-        from assay.store.chain import append
+        from assay.canonical import digest
+        from assay.store.chain import append, sign_head
 
+        sealed = {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64,
+                  "summary": digest(_SUMMARY)}
         entries = []
         for i in range(6):
             kind = "run-sealed" if i == 3 else "trial-verdict"
-            content = {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64} if i == 3 \
-                else {"n": i}
-            entries.append(append(entries, kind, content))  # type: ignore[arg-type]
-        _RECEIPT.update(receipts.build(
-            {"run_id": "run-1"}, entries, 3,
-            {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64},
-            Ed25519PrivateKey.generate()))
+            entries.append(append(entries, kind, sealed if i == 3 else {"n": i}))  # type: ignore[arg-type]
+        key = Ed25519PrivateKey.generate()
+        head = sign_head(entries[:5], key)  # a head that does not cover the whole ledger
+        _RECEIPT.update(receipts.build(copy.deepcopy(_SUMMARY), entries, 3, sealed, head,
+                                       key.public_key()))
     return copy.deepcopy(_RECEIPT)
 
 
@@ -220,3 +247,108 @@ def test_malformed_receipts_fail_without_raising() -> None:
     for bad in (None, [], {}, {"schema": "assay.receipt/1"}, {**_receipt(), "proof": None}):
         assert not receipts.verify(bad).ok
     assert not receipts.verify(_receipt(), pin="nope").ok
+
+
+def _leaves(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every scalar value in a receipt (lists by index)."""
+    if isinstance(value, dict):
+        return [p for key in value for p in _leaves(value[key], (*path, key))]
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _leaves(item, (*path, str(i)))]
+    return [path]
+
+
+def _flip_value(value: Any, bit: int) -> Any:
+    """``value`` with one bit of its representation flipped (a char's code point, an int,
+    a float's IEEE bits, a bool); None for a value with no bits (null)."""
+    import struct
+
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value ^ (1 << (bit % 64))
+    if isinstance(value, float):
+        (bits,) = struct.unpack("<Q", struct.pack("<d", value))
+        return struct.unpack("<d", struct.pack("<Q", bits ^ (1 << (bit % 64))))[0]
+    if isinstance(value, str) and value:
+        at = bit % len(value)
+        code = ord(value[at]) ^ (1 << ((bit // len(value)) % 21))
+        return value[:at] + chr(min(code, 0x10FFFF)) + value[at + 1:]
+    return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_flipping_any_bit_of_any_value_fails_and_never_raises(data: st.DataObject) -> None:
+    import math
+
+    from hypothesis import assume
+
+    r = _receipt()
+    path = data.draw(st.sampled_from(_leaves(r)))
+    old = _get(r, path)
+    new = _flip_value(old, data.draw(st.integers(0, 1023)))
+    assume(new is not None and new != old)
+    assume(not isinstance(new, float) or math.isfinite(new))
+    assume(not isinstance(new, str) or not any(0xD800 <= ord(c) <= 0xDFFF for c in new))
+    _set(r, path, new)
+    result = receipts.verify(r)
+    assert not result.ok, path
+    assert result.reason.split(":")[0] in {"schema", "key", "entry", "content", "proof",
+                                           "signature"}
+
+
+def test_build_refuses_a_head_that_does_not_cover_the_entry() -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from assay.store.chain import append, sign_head
+
+    entries = [append([], "run-sealed", {"run_id": "r"})]
+    key = Ed25519PrivateKey.generate()
+    with pytest.raises(ValueError):
+        receipts.build({"run_id": "r"}, entries, 0, {"run_id": "r"}, sign_head([], key), key)
+
+
+def test_a_receipt_is_proved_against_a_stored_head_from_the_stored_content(
+        tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from assay.store import schema
+    from assay.store.database import open_store
+
+    root = project(tmp_path)
+    url = f"sqlite:///{root / 'store' / 'assay.db'}"
+    run_id = _stored(root, url)
+    made = assay(root, "receipt", run_id, "--db", url)
+    assert made.returncode == 0, made.stderr
+    data = json.loads(made.stdout)
+    store = open_store(url)
+    b, h = schema.blobs.c, schema.ledger_heads.c
+    try:
+        with store.engine.connect() as connection:
+            head = connection.execute(sa.select(h.root, h.signature)
+                                      .where(h.size == data["head"]["size"])).one()
+            body = connection.scalar(sa.select(b.content)
+                                     .where(b.digest == data["entry"]["content_digest"]))
+        assert (head.root, head.signature) == (data["head"]["root"], data["head"]["signature"])
+        assert json.loads(body) == data["content"]
+
+        # The stored content edited: no receipt (exit 1), and nothing of it quoted.
+        edited = body.replace(run_id.encode(), b"someone-else")
+        with store.engine.begin() as connection:
+            connection.execute(schema.blobs.update()
+                               .where(b.digest == data["entry"]["content_digest"])
+                               .values(content=edited))
+        bad = assay(root, "receipt", run_id, "--db", url)
+        assert bad.returncode == 1 and bad.stdout.startswith(
+            "receipt: the stored ledger does not hold (content:"), bad.stdout + bad.stderr
+        assert "someone-else" not in bad.stdout + bad.stderr
+
+        # Erased: no receipt (exit 2).
+        with store.engine.begin() as connection:
+            connection.execute(schema.blobs.update()
+                               .where(b.digest == data["entry"]["content_digest"])
+                               .values(content=None))
+        assert assay(root, "receipt", run_id, "--db", url).returncode == 2
+    finally:
+        store.close()

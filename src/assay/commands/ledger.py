@@ -1,8 +1,9 @@
-"""`assay ledger verify`: check the ledger's chain, contents and heads."""
+"""`assay ledger verify` checks the ledger's chain, contents and heads; `ledger head` signs one."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,14 +18,36 @@ def ledger() -> None:
 
 @ledger.command(name="verify")
 @DB_OPTION
-def ledger_verify(db: str | None) -> None:
-    """Check every entry's chain and hash, and each content still stored; exit 1 if one fails."""
+@click.option("--head", "head_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also check a head published earlier (`assay ledger head`): catches a "
+                   "rewrite that replaced the stored heads too.")
+def ledger_verify(db: str | None, head_file: Path | None) -> None:
+    """Check every entry (chain, hash, stored content) and signed head; exit 1 if one fails.
+
+    The heads must be signed by the store's key when its key file exists (it
+    is not created just to verify).
+    """
+    import json
+
+    from ..errors import UsageError
     from ..store.database import open_store
+    from ..store.heads import read_published
+    from ..store.keys import ledger_key_path, signing_key
 
     try:
+        published = None
+        if head_file is not None:
+            try:
+                published = read_published(json.loads(head_file.read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                raise UsageError(f"--head: {head_file} is not a readable assay.head/1 "
+                                 "JSON file") from None
+        public_key = signing_key(db).public_key() if ledger_key_path(db).exists() else None
         store = open_store(db)
-        result, count = store.ledger.verify()
-        store.close()
+        try:
+            result, count = store.ledger.verify(public_key, published)
+        finally:
+            store.close()
     except AssayError as error:
         fail(error)
         return
@@ -32,5 +55,36 @@ def ledger_verify(db: str | None) -> None:
         click.echo(f"ledger: {result.reason}")
         sys.exit(EXIT_NOT_PASSED)
     erased = f" ({len(result.absent)} with content erased)" if result.absent else ""
-    click.echo(f"ledger: {count} entries verify{erased}")
+    heads = f", {result.heads} head{'s' if result.heads != 1 else ''}"
+    checked = ", and the published head" if published is not None else ""
+    click.echo(f"ledger: {count} entries verify{erased}{heads}{checked}")
 
+
+@ledger.command(name="head")
+@DB_OPTION
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the head here (default: standard output).")
+def ledger_head(db: str | None, out: Path | None) -> None:
+    """Sign and store a head over the whole ledger, and print it (JSON) to publish elsewhere."""
+    import json
+
+    from ..store.database import open_store
+    from ..store.heads import published
+    from ..store.keys import signing_key
+
+    try:
+        key = signing_key(db)
+        store = open_store(db)
+        try:
+            head, raw_key = store.ledger.record_head(key)
+        finally:
+            store.close()
+    except AssayError as error:
+        fail(error)
+        return
+    text = json.dumps(published(head, raw_key), indent=2) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"head: {out} ({head.size} entries)")

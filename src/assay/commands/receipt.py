@@ -39,32 +39,49 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     from ..store import receipts
     from ..store.database import open_store
     from ..store.keys import signing_key
-    from ..store.recording import report_digest
 
     try:
         key = signing_key(db)
         store = open_store(db)
         try:
             full = store.load_report(run_id)
+            index = (full.seal or {}).get("entry")
+            no_seal = UsageError(f"run {run_id} has no run-sealed ledger entry "
+                                 "(stored before the ledger?): no receipt")
+            if not isinstance(index, int):
+                raise no_seal
+            head, raw_key = store.ledger.record_head(key)
             entries = store.ledger.entries()
+            sealed = entries[index] if 0 <= index < min(len(entries), head.size) else None
+            if sealed is None or sealed.kind != "run-sealed":
+                raise no_seal
+            stored = store.ledger.content(sealed.content_digest)
         finally:
             store.close()
-        index = (full.seal or {}).get("entry")
-        if not isinstance(index, int) or not 0 <= index < len(entries) \
-                or entries[index].kind != "run-sealed":
-            raise UsageError(f"run {run_id} has no run-sealed ledger entry "
-                             "(stored before the ledger?): no receipt")
-        content = {"run_id": full.run_id, "report_digest": report_digest(full)}
-        built = receipts.build(receipts.summary(redact(full)), entries, index, content, key)
+        if stored is None:
+            raise UsageError(f"run {run_id}: its run-sealed content was erased: no receipt")
+        try:
+            content = json.loads(stored)
+        except ValueError:  # edited into something that is not JSON: verify names it
+            content = None
+        built = receipts.build(receipts.summary(redact(full)), entries, sealed.index, content,
+                               head, raw_key)
     except AssayError as error:
         fail(error)
         return
+    # The receipt is built from stored rows: check it as a verifier will, so a
+    # tampered ledger yields no receipt rather than one that does not verify.
+    check = receipts.verify(built)
+    if not check.ok:
+        click.echo(f"receipt: the stored ledger does not hold ({check.reason}); "
+                   "run `assay ledger verify`")
+        sys.exit(EXIT_NOT_PASSED)
     text = json.dumps(built, indent=2, ensure_ascii=False) + "\n"
     if out is None:
         click.echo(text, nl=False)
     else:
         out.write_text(text, encoding="utf-8")
-        click.echo(f"receipt: {out} (run {run_id}, entry {index}, "
+        click.echo(f"receipt: {out} (run {run_id}, entry {sealed.index}, "
                    f"signed by key {built['key']['fingerprint']})")
 
 

@@ -15,49 +15,50 @@ from .common import DB_OPTION, EXIT_NOT_PASSED, fail
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True, help="The differences as JSON, for scripts.")
 def replay(run_id: str, db: str | None, as_json: bool) -> None:
-    """Re-grade a stored run's traces with its stored suite; exit 1 if any verdict differs.
+    """Re-grade a stored run and check it against the ledger; exit 1 if anything differs.
 
-    Hidden cases are named holdout-N and their assertions by position only.
+    Verdicts, trial and case outcomes and scores are recomputed from the
+    stored traces and suite, and compared with the stored rows, the stored
+    report and the run's ledger entries. Hidden cases are named holdout-N
+    and their assertions by position only.
     """
-    import dataclasses
     import json
 
     from ..analysis.replay import replay as regrade
     from ..store.database import open_store
+    from ..store.replaying import load_run_ledger
 
     try:
         store = open_store(db)
         try:
             stored = store.load_replay(run_id)
+            ledger = load_run_ledger(store, run_id)
         finally:
             store.close()
-        result = regrade(stored)
+        result = regrade(stored, ledger)
     except AssayError as error:
         fail(error)
         return
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "trials": result.trials, "verdicts": result.verdicts,
-            "ok": result.ok,
-            "differences": [dataclasses.asdict(d) for d in result.differences],
-            "not_replayable": [dataclasses.asdict(u) for u in result.unreplayable],
+            "cases": result.cases, "ledger_entries": result.entries, "ok": result.ok,
+            "differences": [d.to_json() for d in result.differences],
+            "not_replayable": [u.to_json() for u in result.unreplayable],
         }, indent=2, ensure_ascii=False))
     else:
         for d in result.differences:
-            where = f"case {d.case} trial {d.trial}"
-            if d.position is not None:
-                where += f" assertion {d.position}" + (f" ({d.assertion})" if d.assertion else "")
-            click.echo(f"{where}: {d.field} stored {d.stored}, recomputed {d.recomputed}")
+            click.echo(d.line)
         for u in result.unreplayable:
-            click.echo(f"case {u.case} trial {u.trial}: not replayable ({u.reason})")
-        summary = f"replay: {result.verdicts} verdicts re-graded"
+            click.echo(u.line)
+        summary = (f"replay: {result.verdicts} verdicts re-graded, {result.cases} cases "
+                   f"recomputed, {result.entries} ledger entries compared")
         if result.ok:
             click.echo(f"{summary}, all match")
         else:
             parts = [f"{len(result.differences)} difference(s)"] if result.differences else []
             if result.unreplayable:
-                parts.append(f"{len(result.unreplayable)} trial(s) not replayable")
+                parts.append(f"{len(result.unreplayable)} not replayable")
             click.echo(f"{summary}, {', '.join(parts)}")
     if not result.ok:
         sys.exit(EXIT_NOT_PASSED)
-

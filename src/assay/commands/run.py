@@ -16,9 +16,10 @@ from ..errors import AssayError
 from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail, load_suites
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from rich.console import Console
 
-    from ..engine import RunStart
+    from ..engine import Resume, RunStart
     from ..model import Report
     from ..store.database import Store
     from ..suites import LoadedSuite
@@ -41,6 +42,8 @@ class RunOptions:
     markdown_path: Path | None
     base_url: str | None = None
     db: str | None = None
+    no_store: bool = False
+    resume: str | None = None
 
 
 @click.command()
@@ -66,8 +69,13 @@ class RunOptions:
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
 @DB_OPTION
+@click.option("--no-store", is_flag=True,
+              help="Do not record or seal this run (a throwaway run: no `assay show`, no receipt).")
+@click.option("--resume", metavar="RUN",
+              help="Finish a run that stopped part-way (crash, kill): run only its missing "
+                   "trials, with the suite and target it registered.")
 def run(**kwargs: Any) -> None:
-    """Run suites against targets; exit 0 only if every run passed."""
+    """Run suites against targets, record and seal each run; exit 0 only if every run passed."""
     options = RunOptions(**kwargs)
     try:
         code = _run(options)
@@ -100,6 +108,8 @@ def _run(options: RunOptions) -> int:
     # verdicts) and frees few: the default GC thresholds rescan them all
     # again and again. Collect less often, and never rescan the loaded suites.
     gc.set_threshold(50_000, 20, 100)
+    if options.resume:
+        return _resume(options, out, err)
     loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
     gc.freeze()
     plans = [(item, uri) for item in loaded for uri in _targets_for(item, options.targets)]
@@ -118,24 +128,79 @@ def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
 
 def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
              err: Console) -> int:
-    # For now a run is stored only when a store is named (--db or ASSAY_DB):
-    # saving costs more than the battery itself on large runs, and recording
-    # must not become the bottleneck (issue 4 sets < 15% of throughput). Once
-    # it is that cheap, every run is stored by default as SPEC §7 says.
-    if options.db is None:
+    if options.no_store:
         return _batteries(plans, options, out, err, None)
-    from ..store.database import open_store
-
     # Opened before any trial runs: a run that cannot be recorded should not start.
-    store = open_store(options.db)
+    store, key = _open_record(options.db)
     try:
-        return _batteries(plans, options, out, err, store)
+        return _batteries(plans, options, out, err, _Record(store, key))
     finally:
         store.close()
 
 
+@dataclass(frozen=True)
+class _Record:
+    """Where runs are recorded: the store, its signing key, and a run to resume."""
+
+    store: Store
+    key: Ed25519PrivateKey
+    resume: Resume | None = None
+
+
+def _open_record(db: str | None) -> tuple[Store, Ed25519PrivateKey]:
+    from ..store.database import open_store
+    from ..store.keys import signing_key
+
+    key = signing_key(db)
+    return open_store(db), key
+
+
+def _resume(options: RunOptions, out: Console, err: Console) -> int:
+    """``assay run --resume RUN``: the registered suite and target, only the missing trials."""
+    from ..engine import Resume
+    from ..errors import UsageError
+
+    if options.no_store:
+        raise UsageError("--resume records into the store: it cannot go with --no-store")
+    run_id = str(options.resume)
+    store, key = _open_record(options.db)
+    try:
+        stored = store.open_run(run_id)
+        if stored.status != "open":
+            raise UsageError(f"run {run_id} is sealed: there is nothing to resume")
+        if options.targets and list(options.targets) != [stored.target_uri]:
+            raise UsageError(f"run {run_id} registered the target {stored.target_uri}; "
+                             "a resume runs that target only")
+        if options.trials or options.seed is not None:
+            raise UsageError("--trials and --seed were fixed when the run was registered; "
+                             "a resume takes them from the store")
+        loaded = load_suites(options.paths, options.hidden_dir, (stored.suite_id,))
+        item = loaded[0]
+        if item.digest != stored.suite_digest or item.hidden_digest != stored.hidden_set:
+            which = "suite" if item.digest != stored.suite_digest else "hidden set"
+            raise UsageError(f"run {run_id}: the {which} of {stored.suite_id} changed since the "
+                             "run was registered; a resumed run must run what it registered")
+        done = store.load_trials(run_id)
+        resume = Resume(run_id=run_id, seed=stored.seed or 0, started_at=stored.started_at,
+                        done=done)
+        settings = dict(stored.options)
+        options = _replace(options, trials=settings.get("trials"),
+                           timeout_s=options.timeout_s or settings.get("timeout_s"))
+        err.print(f"resuming run {run_id}: {len(done)} trial(s) recorded", highlight=False)
+        return _batteries([(item, stored.target_uri)], options, out, err,
+                          _Record(store, key, resume), stored.target_digest)
+    finally:
+        store.close()
+
+
+def _replace(options: RunOptions, **changes: Any) -> RunOptions:
+    import dataclasses
+
+    return dataclasses.replace(options, **changes)
+
+
 def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
-               err: Console, store: Store | None) -> int:
+               err: Console, record: _Record | None, target_digest: str | None = None) -> int:
     import asyncio
 
     from ..errors import HarnessFailure
@@ -149,20 +214,13 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
     for item, uri in plans:
         try:
             outcome: list[tuple[Report, bool]] = []
-            asyncio.run(_battery(item, uri, options, err, outcome, store))
+            asyncio.run(_battery(item, uri, options, err, outcome, record, target_digest))
             full, interrupted = outcome[0]
         except HarnessFailure as failure:
             err.print(f"[bold magenta]harness failure[/] ({item.suite.id}): {failure}",
                       markup=True, highlight=False)
             harness_failed = True
             continue
-        if store is not None:
-            from ..store.recording import seal, stored_suite
-
-            # Trial verdicts and run-sealed go to the ledger first; the stored
-            # report (the full one: replay needs the hidden cases) carries the seal.
-            full = full.model_copy(update={"seal": seal(store.ledger, full)})
-            store.save_run(full, stored_suite(item))
         report = redact(full)
         reports.append(report)
         print_report(out, report)
@@ -185,15 +243,18 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
 
 
 async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Console,
-                   outcome: list[tuple[Report, bool]], store: Store | None = None) -> None:
+                   outcome: list[tuple[Report, bool]], record: _Record | None = None,
+                   target_digest: str | None = None) -> None:
     # The result goes out through ``outcome``, not as the coroutine's return
     # value: on Python 3.11 asyncio.run formats its main task's repr (result
     # included) when it checks the SIGINT handler, which costs seconds for a
     # large report.
     import asyncio
+    import contextlib
     import signal
 
     from ..engine import Battery, BatteryOptions
+    from ..errors import UsageError
     from ..reports.progress import BatteryProgress
     from ..targets import TargetOptions, make_target
 
@@ -201,20 +262,30 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     target_options = TargetOptions(base_dir=item.path.parent, concurrency=options.concurrency,
                                    base_url=options.base_url)
     target = make_target(uri, target_options)
+    if target_digest is not None and target.digest() != target_digest:
+        raise UsageError(f"the target {uri} changed since the run was registered; "
+                         "a resumed run must run what it registered")
     battery_options = BatteryOptions(concurrency=options.concurrency, trials=options.trials,
                                      timeout_s=options.timeout_s, seed=options.seed)
-    battery = Battery(item, target, battery_options)
-    if store is not None:
-        from ..store.recording import registration
+    battery = Battery(item, target, battery_options,
+                      resume=record.resume if record is not None else None)
+    recorder = None
+    if record is not None:
+        from ..store.recorder import RunRecorder
 
-        ledger = store.ledger
-        per_case = options.trials or item.suite.trials
+        recorder = writer = RunRecorder(record.store, key=record.key)
+        if record.resume is not None:
+            writer.reopen(record.resume.run_id)
+        else:
+            per_case = options.trials or item.suite.trials
+            settings = {"trials": options.trials, "timeout_s": options.timeout_s}
 
-        def register(start: RunStart) -> None:
-            # Pre-registration: sealed in the ledger before any trial runs.
-            ledger.append("run-registered", registration(start, item, target, per_case))
+            def register(start: RunStart) -> None:
+                # Pre-registration: the run and its ledger entry, before any trial runs.
+                writer.register(start, item, target, per_case, settings)
 
-        battery.on_start = register
+            battery.on_start = register
+        battery.on_result = writer.record
     with BatteryProgress(err, f"{item.suite.id}", len(battery.plan())) as progress:
         battery.on_trial = progress.trial_done
         loop = asyncio.get_running_loop()
@@ -230,6 +301,16 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
             pass
         try:
             report = await battery.run()
+        except BaseException:
+            if recorder is not None:
+                # Keep what finished before the harness failed: a resume needs it.
+                with contextlib.suppress(Exception):
+                    recorder.close()
+            raise
         finally:
             loop.remove_signal_handler(signal.SIGINT)
+    if recorder is not None:
+        # Sealed only when the battery ended (an interrupted run with what finished);
+        # a harness failure leaves the run open, to be resumed.
+        report = recorder.seal(report)
     outcome.append((report, battery.interrupted))

@@ -32,6 +32,10 @@ def runs(db: str | None, as_json: bool) -> None:
         click.echo(json.dumps([dataclasses.asdict(s) for s in summaries], indent=2))
         return
     for s in summaries:
+        if s.status == "open":
+            click.echo(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
+                       f"open: stopped part-way or still running (assay run --resume {s.run_id})")
+            continue
         verdict = "passed" if s.passed else "NOT PASSED"
         if s.interrupted:
             verdict += " (interrupted)"

@@ -23,6 +23,8 @@ from .clock import Clock, SystemClock, stamp
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
 OnTrial = Callable[[str], None]
+#: Called after each trial with its case and whole result (e.g. to record it).
+OnResult = Callable[[Case, TrialResult], None]
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,20 @@ class RunStart:
 #: Called once, before any trial runs (e.g. to pre-register the run in a ledger);
 #: what it raises stops the run before it starts.
 OnStart = Callable[[RunStart], None]
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A run that stopped part-way: its identity and the trials it already has.
+
+    ``done`` maps (case id, trial index) to the recorded result; the battery
+    runs every other planned trial and folds all of them into one report.
+    """
+
+    run_id: str
+    seed: int
+    started_at: str
+    done: dict[tuple[str, int], TrialResult]
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,8 @@ class Battery:
         clock: Clock | None = None,
         on_trial: OnTrial | None = None,
         on_start: OnStart | None = None,
+        on_result: OnResult | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.loaded = loaded
         self.target = target
@@ -75,14 +93,23 @@ class Battery:
         self.clock = clock or SystemClock()
         self.on_trial = on_trial or (lambda outcome: None)
         self.on_start = on_start or (lambda start: None)
+        self.on_result = on_result
+        self.resume = resume
         self.interrupted = False
         self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
         self._expected = [self.trials_for(case) for case in loaded.suite.cases]
         self._folded: list[CaseResult | None] = [None for _ in loaded.suite.cases]
-        fresh = random.SystemRandom().getrandbits(32)
-        self.seed = options.seed if options.seed is not None else fresh
+        if resume is not None:
+            self.seed = resume.seed
+            position = {case.id: index for index, case in enumerate(loaded.suite.cases)}
+            for (case_id, n), result in resume.done.items():
+                if case_id in position:
+                    self._results[position[case_id]][n] = result
+        else:
+            fresh = random.SystemRandom().getrandbits(32)
+            self.seed = options.seed if options.seed is not None else fresh
         self.rng = random.Random(self.seed)
 
     def trials_for(self, case: Case) -> int:
@@ -90,7 +117,7 @@ class Battery:
         return self.options.trials or case.trials or self.loaded.suite.trials
 
     def plan(self) -> list[_Slot]:
-        """Every trial to run, case by case (computed once)."""
+        """Every trial to run, case by case (computed once); a resume skips those it has."""
         if self._plan is None:
             self._plan = self._make_plan()
         return self._plan
@@ -100,6 +127,7 @@ class Battery:
         suite = loaded.suite
         slots: list[_Slot] = []
         for index, case in enumerate(suite.cases):
+            have = self._results[index]
             timeout = self.options.timeout_s or case.timeout_s or suite.timeout_s
             blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
             fixture = loaded.fixture_path(case)
@@ -107,7 +135,7 @@ class Battery:
             slots.extend(
                 _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
                                           tools=tools, call=suite.call), blocking)
-                for n in range(1, self.trials_for(case) + 1)
+                for n in range(1, self.trials_for(case) + 1) if n not in have
             )
         return slots
 
@@ -120,10 +148,14 @@ class Battery:
     async def run(self) -> Report:
         """Run the battery and fold it into the full (unredacted) report."""
         suite = self.loaded.suite
-        started = self.clock.now()
-        run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
         slots = self.plan()
-        self.on_start(RunStart(run_id=run_id, seed=self.seed, started_at=stamp(started)))
+        if self.resume is not None:
+            run_id, started_at = self.resume.run_id, self.resume.started_at
+        else:
+            started = self.clock.now()
+            run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
+            started_at = stamp(started)
+            self.on_start(RunStart(run_id=run_id, seed=self.seed, started_at=started_at))
         await self.target.start()
         try:
             queue = iter(slots)
@@ -147,7 +179,7 @@ class Battery:
             target=TargetRef(uri=self.target.uri, digest=self.target.digest(),
                              facets=dict(self.target.facets),
                              evidence=dict(self.target.evidence)),
-            started_at=stamp(started), finished_at=stamp(finished),
+            started_at=started_at, finished_at=stamp(finished),
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
             seed=self.seed, interrupted=self.interrupted,
         )
@@ -158,6 +190,8 @@ class Battery:
             result = await self._trial(slot)
             index = slot.case_index
             self._results[index][slot.request.n] = result
+            if self.on_result is not None:
+                self.on_result(slot.request.case, result)
             self.on_trial(result.outcome)
             if len(self._results[index]) == self._expected[index]:
                 # Fold now, while other trials wait on their agents, not all at the end.

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from . import schema
+from .bulk import insert_rows
 
 
 def put_blobs(connection: Connection, blobs: dict[str, bytes]) -> None:
@@ -17,11 +18,11 @@ def put_blobs(connection: Connection, blobs: dict[str, bytes]) -> None:
     if dialect == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        connection.execute(sqlite_insert(schema.blobs).on_conflict_do_nothing(), rows)
+        insert_rows(connection, sqlite_insert(schema.blobs).on_conflict_do_nothing(), rows)
     elif dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        connection.execute(pg_insert(schema.blobs).on_conflict_do_nothing(), rows)
+        insert_rows(connection, pg_insert(schema.blobs).on_conflict_do_nothing(), rows)
     else:
         known = known_digests(connection, list(blobs))
         missing = [row for row in rows if row["digest"] not in known]

@@ -12,7 +12,7 @@ them; every outward surface must pass what it loads through
 
 from __future__ import annotations
 
-import hashlib
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,13 +24,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..canonical import canonical
 from ..errors import HarnessFailure, UsageError
-from ..model.result import CaseResult, Report
-from ..model.trace import Trace
+from ..model.result import CaseResult, Report, TrialResult, Verdict
+from ..model.trace import Trace, Usage
 from . import schema
-from .blobs import put_blobs
 from .ledger import Ledger
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
+#: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
+HEAD_REVISION = "0004"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -54,8 +55,10 @@ class RunSummary:
     public: float | None
     hidden: float | None
     overall: float | None
-    passed: bool
-    interrupted: bool
+    passed: bool | None
+    interrupted: bool | None
+    #: ``open`` (recording, or stopped part-way: resumable) or ``sealed``.
+    status: str = "sealed"
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,23 @@ class StoredRun:
     verdicts: list[StoredVerdict]
 
 
+@dataclass(frozen=True)
+class OpenRun:
+    """A stored run as registered: what a resume must run the same way."""
+
+    run_id: str
+    suite_id: str
+    suite_digest: str
+    hidden_set: str | None
+    target_uri: str
+    target_digest: str
+    seed: int | None
+    started_at: str
+    trials_per_case: int
+    options: dict[str, Any]
+    status: str
+
+
 def open_store(url: str | None = None) -> Store:
     """Open the store at ``url`` (default: SQLite in ``.assay/``) and migrate it to head."""
     if not url:
@@ -105,6 +125,8 @@ def open_store(url: str | None = None) -> Store:
         # A SQLite file in a folder that does not exist yet: make the folder, as
         # the default store does with .assay/.
         Path(database).parent.mkdir(parents=True, exist_ok=True)
+    if engine.url.get_backend_name() == "sqlite":
+        _tune_sqlite(engine)
     store = Store(engine)
     try:
         store.migrate()
@@ -113,6 +135,33 @@ def open_store(url: str | None = None) -> Store:
         reason = str(getattr(error, "orig", None) or type(error).__name__).splitlines()[0]
         raise StoreError(f"cannot open the store: {reason}") from None
     return store
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    """WAL, a busy timeout and ``BEGIN IMMEDIATE`` for every transaction on a SQLite store.
+
+    WAL lets readers (``assay runs``, the workbench) read while a battery
+    writes, and ``synchronous=NORMAL`` keeps a commit durable against a
+    crashed or killed process (only a power cut can lose the last batches).
+    Taking the write lock at ``BEGIN`` makes two writers queue (up to the busy
+    timeout) instead of failing when a read lock cannot be upgraded; the
+    pysqlite driver's own transaction handling is switched off for that, as
+    SQLAlchemy's documentation describes.
+    """
+    from sqlalchemy import event
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Store:
@@ -127,7 +176,15 @@ class Store:
         self.engine.dispose()
 
     def migrate(self) -> None:
-        """Bring the schema to the newest revision; a no-op when it is already there."""
+        """Bring the schema to the newest revision; a no-op when it is already there.
+
+        A store already at ``HEAD_REVISION`` is recognised with one query,
+        without importing Alembic (a tenth of a second on every ``assay run``).
+        """
+        with self.engine.connect() as connection:
+            if sa.inspect(connection).has_table("alembic_version") and connection.scalar(
+                    sa.text("SELECT version_num FROM alembic_version")) == HEAD_REVISION:
+                return
         from alembic import command
         from alembic.config import Config
 
@@ -138,7 +195,8 @@ class Store:
             command.upgrade(config, "head")
 
     @contextmanager
-    def _writing(self, run_id: str) -> Iterator[Connection]:
+    def writing(self, run_id: str) -> Iterator[Connection]:
+        """One write transaction for ``run_id``; database errors become ``StoreError`` (exit 3)."""
         try:
             with self.engine.begin() as connection:
                 yield connection
@@ -149,70 +207,49 @@ class Store:
             raise StoreError(f"run {run_id}: cannot save ({type(error).__name__})") from None
 
     def save_run(self, report: Report, suite: dict[str, Any] | None = None) -> None:
-        """Store the FULL report of a run, its trials, verdicts and traces, in one transaction.
+        """Store a whole finished run at once: its FULL report, trials, verdicts and traces.
 
+        ``assay run`` records as it goes (``recorder.RunRecorder``); this is for
+        a report made elsewhere (tests, imports). No ledger entries are written.
         ``suite`` is the suite that ran (``recording.stored_suite``): replay
         re-grades the traces with it, so a run saved without one cannot be replayed.
         """
-        body = canonical(report.to_json_dict())
-        trials: list[dict[str, Any]] = []
-        verdicts: list[dict[str, Any]] = []
-        blobs: dict[str, bytes] = {}
-        for case in report.cases:
-            if not isinstance(case, CaseResult):
-                continue  # a redacted report has no trials left to keep
-            for trial in case.trials:
-                trace_digest = None
-                if trial.trace is not None:
-                    # Output an agent returned that JSON cannot hold is kept as its repr.
-                    content = canonical(trial.trace.model_dump(mode="json", fallback=repr))
-                    trace_digest = "sha256:" + hashlib.sha256(content).hexdigest()
-                    blobs.setdefault(trace_digest, content)
-                trials.append({
-                    "run_id": report.run_id, "case_id": case.id, "split": case.split,
-                    "n": trial.n, "outcome": trial.outcome, "reason": trial.reason,
-                    "duration_s": trial.duration_s, "usage": trial.usage.model_dump(mode="json"),
-                    "trace_digest": trace_digest,
-                })
-                verdicts.extend({
-                    "run_id": report.run_id, "case_id": case.id, "n": trial.n,
-                    "position": i, "assertion": v.assertion, "check": v.check,
-                    "family": v.family, "outcome": v.outcome, "evidence": str(v.evidence),
-                    "note": v.note, "provenance": v.provenance, "threshold": v.threshold,
-                } for i, v in enumerate(trial.verdicts))
-        scores = report.scores
+        from .recorder import sealed_columns, write_trials
+        from .recording import report_body
+
+        body = report_body(report)
+        seal = report.seal or {}
         run = {
             "run_id": report.run_id, "suite_id": report.suite.id,
             "suite_digest": report.suite.digest, "hidden_set": report.suite.hidden_set,
             "hidden_source": report.suite.hidden_source, "target_uri": report.target.uri,
-            "target_digest": report.target.digest, "target_facets": report.target.facets,
-            "seed": report.seed, "started_at": report.started_at,
-            "finished_at": report.finished_at, "trials_per_case": report.trials_per_case,
-            "pass_mark": scores.pass_mark, "score_public": scores.public,
-            "score_hidden": scores.hidden, "score_overall": scores.overall,
-            "passed": scores.passed, "interrupted": report.interrupted,
-            "report": body.decode("utf-8"),
-            "report_digest": "sha256:" + hashlib.sha256(body).hexdigest(),
+            "target_digest": report.target.digest, "seed": report.seed,
+            "started_at": report.started_at, "trials_per_case": report.trials_per_case,
+            "pass_mark": report.scores.pass_mark, "status": "sealed",
             "suite": None if suite is None else canonical(suite).decode("utf-8"),
+            "seal_entry": seal.get("entry"), "seal_hash": seal.get("hash"),
+            **sealed_columns(report, body),
         }
-        with self._writing(report.run_id) as connection:
+        trials = [(case.id, case.split, trial) for case in report.cases
+                  if isinstance(case, CaseResult)  # a redacted report has no trials left
+                  for trial in case.trials]
+        with self.writing(report.run_id) as connection:
             connection.execute(schema.runs.insert(), run)
-            put_blobs(connection, blobs)
-            if trials:
-                connection.execute(schema.trials.insert(), trials)
-            if verdicts:
-                connection.execute(schema.verdicts.insert(), verdicts)
+            write_trials(connection, report.run_id, trials, ledger=False)
 
     def runs(self) -> list[RunSummary]:
         """Every stored run, oldest first."""
         r = schema.runs.c
         query = sa.select(r.run_id, r.suite_id, r.target_uri, r.started_at, r.finished_at,
                           r.score_public, r.score_hidden, r.score_overall, r.passed,
-                          r.interrupted).order_by(r.started_at, r.run_id)
+                          r.interrupted, r.status).order_by(r.started_at, r.run_id)
         with self.engine.connect() as connection:
             return [RunSummary(row.run_id, row.suite_id, row.target_uri, row.started_at,
                                row.finished_at, row.score_public, row.score_hidden,
-                               row.score_overall, bool(row.passed), bool(row.interrupted))
+                               row.score_overall,
+                               None if row.passed is None else bool(row.passed),
+                               None if row.interrupted is None else bool(row.interrupted),
+                               row.status)
                     for row in connection.execute(query)]
 
     def load_replay(self, run_id: str) -> StoredRun:
@@ -240,17 +277,23 @@ class Store:
 
     def load_report(self, run_id: str) -> Report:
         """The FULL report of a run, with each trial's trace; redact before showing it."""
-        t, b = schema.trials.c, schema.blobs.c
+        t, b, r = schema.trials.c, schema.blobs.c, schema.runs.c
         with self.engine.connect() as connection:
-            body = connection.scalar(
-                sa.select(schema.runs.c.report).where(schema.runs.c.run_id == run_id))
-            if body is None:
+            row = connection.execute(sa.select(r.report, r.status, r.seal_entry, r.seal_hash)
+                                     .where(r.run_id == run_id)).first()
+            if row is None:
                 raise UsageError(f"no run {run_id} in the store")
+            if row.report is None:
+                raise UsageError(f"run {run_id} is not sealed: it stopped part-way "
+                                 f"(resume it with `assay run --resume {run_id}`)")
+            body = row.report
             query = (sa.select(t.case_id, t.n, b.content)
                      .join(schema.blobs, b.digest == t.trace_digest)
                      .where(t.run_id == run_id))
             traces = {(row.case_id, row.n): row.content for row in connection.execute(query)}
         report = Report.model_validate_json(body)
+        if row.seal_entry is not None:
+            report.seal = {"entry": int(row.seal_entry), "hash": row.seal_hash}
         for case in report.cases:
             if isinstance(case, CaseResult):
                 for trial in case.trials:
@@ -258,3 +301,43 @@ class Store:
                     if content is not None:
                         trial.trace = Trace.model_validate_json(content)
         return report
+
+    def open_run(self, run_id: str) -> OpenRun:
+        """What ``assay run --resume`` needs of a run: how it was registered, and its status."""
+        r = schema.runs.c
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(
+                r.run_id, r.suite_id, r.suite_digest, r.hidden_set, r.target_uri,
+                r.target_digest, r.seed, r.started_at, r.trials_per_case, r.options, r.status,
+            ).where(r.run_id == run_id)).first()
+        if row is None:
+            raise UsageError(f"no run {run_id} in the store")
+        return OpenRun(row.run_id, row.suite_id, row.suite_digest, row.hidden_set,
+                       row.target_uri, row.target_digest, row.seed, row.started_at,
+                       row.trials_per_case, json.loads(row.options or "{}"), row.status)
+
+    def load_trials(self, run_id: str) -> dict[tuple[str, int], TrialResult]:
+        """Every recorded trial of a run, rebuilt whole (verdicts, usage, trace) by (case, n)."""
+        t, v, b = schema.trials.c, schema.verdicts.c, schema.blobs.c
+        verdicts: dict[tuple[str, int], list[Verdict]] = {}
+        results: dict[tuple[str, int], TrialResult] = {}
+        with self.engine.connect() as connection:
+            for x in connection.execute(
+                    sa.select(v.case_id, v.n, v.assertion, v.check, v.family, v.outcome,
+                              v.evidence, v.note, v.provenance, v.threshold)
+                    .where(v.run_id == run_id).order_by(v.case_id, v.n, v.position)):
+                verdicts.setdefault((x.case_id, x.n), []).append(Verdict(
+                    assertion=x.assertion, check=x.check, family=x.family, outcome=x.outcome,
+                    evidence=x.evidence, note=x.note, provenance=x.provenance,
+                    threshold=x.threshold))
+            for y in connection.execute(
+                    sa.select(t.case_id, t.n, t.outcome, t.reason, t.duration_s, t.usage,
+                              b.content)
+                    .outerjoin(schema.blobs, b.digest == t.trace_digest)
+                    .where(t.run_id == run_id)):
+                trace = None if y.content is None else Trace.model_validate_json(y.content)
+                results[(y.case_id, y.n)] = TrialResult(
+                    n=y.n, outcome=y.outcome, reason=y.reason, duration_s=y.duration_s,
+                    usage=Usage.model_validate(y.usage),
+                    verdicts=verdicts.get((y.case_id, y.n), []), trace=trace)
+        return results

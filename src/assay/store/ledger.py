@@ -11,22 +11,82 @@ a transaction-scoped advisory lock so writers queue instead of failing.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from sqlalchemy.engine import Connection, Engine
 
-from ..canonical import canonical
+from ..canonical import canonical, digest_bytes
 from ..errors import HarnessFailure
 from . import schema
 from .blobs import put_blobs
-from .chain import GENESIS, KINDS, Entry, Kind, VerifyResult, entry_hash, verify
+from .bulk import insert_rows
+from .chain import GENESIS, KINDS, Entry, Kind, Row, TreeHead, VerifyResult, entry_hash, walk
 
 #: The PostgreSQL advisory lock key that serializes appends ("assay-ld").
-_LOCK_KEY: Final = 0x61737361792D6C64
+LOCK_KEY: Final = 0x61737361792D6C64
+
+
+def _rows_and_contents(connection: Connection) -> tuple[Sequence[Row], dict[str, bytes]]:
+    """Every entry as a plain tuple, by index, and every stored content by digest.
+
+    Read through the DBAPI cursor: SQLAlchemy's row objects would cost more
+    than the hashing. Two scans beat a join on SQLite (whose join probes
+    ``blobs`` once per entry); the price is that trace blobs are read too.
+    """
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute('SELECT "index", kind, content_digest, prev_hash, hash FROM ledger '
+                       'ORDER BY "index"')
+        rows: Sequence[Row] = cursor.fetchall()
+        cursor.execute("SELECT digest, content FROM blobs WHERE content IS NOT NULL")
+        # bytes from both drivers (hashlib and the slow path take any buffer).
+        contents: dict[str, bytes] = dict(cursor.fetchall())
+    finally:
+        cursor.close()
+    return rows, contents
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def append_bodies(connection: Connection, items: Sequence[tuple[str, bytes]]) -> list[Entry]:
+    """Append entries whose contents are already canonical bytes, in ``connection``'s transaction.
+
+    The contents go to ``blobs`` under their digest; on PostgreSQL a
+    transaction-scoped advisory lock makes concurrent writers queue.
+    """
+    if not items:
+        return []
+    c = schema.ledger.c
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_KEY)))
+    last = connection.execute(sa.select(c.index, c.hash).order_by(c.index.desc()).limit(1)).first()
+    index, prev = (int(last[0]) + 1, str(last[1])) if last else (0, GENESIS)
+    created = _now()
+    entries: list[Entry] = []
+    blobs: dict[str, bytes] = {}
+    rows: list[dict[str, Any]] = []
+    for kind, body in items:
+        if kind not in KINDS:
+            raise ValueError(f"unknown ledger entry kind {kind!r}")
+        content_digest = digest_bytes(body)
+        blobs.setdefault(content_digest, body)
+        entry = Entry(index, kind, content_digest, prev, entry_hash(index, kind, content_digest,
+                                                                     prev))
+        entries.append(entry)
+        rows.append({"index": index, "kind": kind, "content_digest": content_digest,
+                     "prev_hash": prev, "hash": entry.hash, "created_at": created})
+        index, prev = index + 1, entry.hash
+    put_blobs(connection, blobs)
+    insert_rows(connection, schema.ledger.insert(), rows)
+    return entries
+
 
 
 class LedgerError(HarnessFailure):
@@ -45,34 +105,12 @@ class Ledger:
 
     def append_many(self, items: Sequence[tuple[Kind, Any]]) -> list[Entry]:
         """Record entries in order, in one transaction, after the current last entry."""
-        c = schema.ledger.c
-        created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        bodies = [(kind, canonical(content)) for kind, content in items]
         try:
             with self.engine.begin() as connection:
-                if connection.dialect.name == "postgresql":
-                    connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_LOCK_KEY)))
-                last = connection.execute(
-                    sa.select(c.index, c.hash).order_by(c.index.desc()).limit(1)).first()
-                index, prev = (int(last[0]) + 1, str(last[1])) if last else (0, GENESIS)
-                entries: list[Entry] = []
-                blobs: dict[str, bytes] = {}
-                for kind, content in items:
-                    if kind not in KINDS:
-                        raise ValueError(f"unknown ledger entry kind {kind!r}")
-                    body = canonical(content)
-                    digest = "sha256:" + hashlib.sha256(body).hexdigest()
-                    blobs.setdefault(digest, body)
-                    entry = Entry(index, kind, digest, prev, entry_hash(index, kind, digest, prev))
-                    entries.append(entry)
-                    index, prev = index + 1, entry.hash
-                put_blobs(connection, blobs)
-                connection.execute(schema.ledger.insert(), [
-                    {"index": e.index, "kind": e.kind, "content_digest": e.content_digest,
-                     "prev_hash": e.prev_hash, "hash": e.hash, "created_at": created}
-                    for e in entries])
+                return append_bodies(connection, bodies)
         except sa.exc.SQLAlchemyError as error:
             raise LedgerError(f"cannot append to the ledger ({type(error).__name__})") from None
-        return entries
 
     def entries(self) -> list[Entry]:
         """Every entry, by index."""
@@ -82,13 +120,85 @@ class Ledger:
             return [Entry(int(r[0]), r.kind, r.content_digest, r.prev_hash, r.hash)
                     for r in connection.execute(query)]
 
-    def verify(self) -> tuple[VerifyResult, int]:
-        """Verify the chain, and each content still stored; returns the result and the count."""
-        entries = self.entries()
-        b, c = schema.blobs.c, schema.ledger.c
-        query = (sa.select(b.digest, b.content)
-                 .join(schema.ledger, c.content_digest == b.digest)
-                 .where(b.content.is_not(None)))
+    def content(self, content_digest: str) -> bytes | None:
+        """The stored content bytes under ``content_digest`` (None: erased or never stored)."""
+        b = schema.blobs.c
         with self.engine.connect() as connection:
-            contents = {r.digest: bytes(r.content) for r in connection.execute(query)}
-        return verify(entries, contents), len(entries)
+            found = connection.scalar(sa.select(b.content).where(b.digest == content_digest))
+        return None if found is None else bytes(found)
+
+    def record_head(self, key: Ed25519PrivateKey) -> tuple[TreeHead, bytes]:
+        """Sign and store a head over every entry, in its own transaction (heads.record_head).
+
+        Returns the head and the raw public key it is stored under: when a
+        head of that size was already stored, that one is returned, and it
+        may have been signed by another key (``verify`` then says so).
+        """
+        from .heads import record_head, stored_head
+
+        try:
+            with self.engine.begin() as connection:
+                head = record_head(connection, key)
+                row = stored_head(connection, head.size)
+        except sa.exc.SQLAlchemyError as error:
+            raise LedgerError(f"cannot store a tree head ({type(error).__name__})") from None
+        parsed = row.parsed() if row is not None else None
+        if parsed is None:
+            raise LedgerError(f"the stored head of {head.size} entries is malformed "
+                              "(run `assay ledger verify`)")
+        return parsed
+
+    def verify(self, public_key: Ed25519PublicKey | None = None,
+               published: tuple[TreeHead, bytes] | None = None) -> tuple[VerifyResult, int]:
+        """Verify the chain, each content still stored, and every stored head, in one pass.
+
+        Every stored head must be signed (under its own public key), all by
+        ONE key — ``public_key`` when given (the store's local key), else the
+        first head's — and the ledger's first ``size`` entries must have its
+        root. Entries dropped below the newest head's size are
+        named as missing. ``published`` (a head and its raw public key, e.g.
+        from ``assay ledger head``) is checked the same way: it catches a
+        rewrite that also replaced the stored heads. Returns the result (its
+        ``heads`` counts the stored heads checked) and the number of entries.
+        """
+        from .heads import raw_public_key, signature_holds, stored_heads
+
+        # Heads first: both only grow, so every head read is covered by the rows read after.
+        with self.engine.connect() as connection:
+            stored = stored_heads(connection)
+            rows, contents = _rows_and_contents(connection)
+        count = len(rows)
+        wanted_key = raw_public_key(public_key) if public_key is not None else None
+        heads: list[tuple[str, TreeHead, bytes]] = []
+        for row in stored:
+            parsed = row.parsed()
+            if parsed is None:
+                return VerifyResult(False, None, f"head {row.size}: malformed (edited)"), count
+            heads.append((f"head {row.size}", *parsed))
+        if published is not None:
+            heads.append(("the published head", *published))
+        for name, head, raw in heads:
+            if not signature_holds(head, raw):
+                return VerifyResult(False, None, f"{name}: its signature does not hold "
+                                                 "(edited)"), count
+            if wanted_key is None:
+                wanted_key = raw
+            elif raw != wanted_key:
+                whose = "the local key" if public_key is not None else "one key"
+                return VerifyResult(False, None, f"{name}: not signed by {whose} "
+                                                 "(re-signed)"), count
+        roots: dict[int, bytes] = {}
+        for name, head, _ in heads:
+            if roots.setdefault(head.size, head.root) != head.root:
+                return VerifyResult(False, None, f"{name}: another root than a head of "
+                                                 "the same size (forked)"), count
+        result = walk(rows, contents, roots)[0]
+        result = replace(result, heads=len(stored))
+        if result.ok and heads:
+            newest = max(head.size for _, head, _ in heads)
+            if count < newest:
+                covers = ("the published head" if published is not None
+                          and published[0].size == newest else "the newest head")
+                reason = f"entry {count}: missing ({covers} covers {newest} entries)"
+                return replace(result, ok=False, first_bad=count, reason=reason), count
+        return result, count

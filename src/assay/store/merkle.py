@@ -53,20 +53,61 @@ def root(leaves: Sequence[bytes]) -> bytes:
     return _mth([leaf_hash(leaf) for leaf in leaves], 0, len(leaves))
 
 
-def _path(hashes: Sequence[bytes], m: int, lo: int, hi: int) -> list[bytes]:
-    if hi - lo == 1:
-        return []
-    mid = lo + _split(hi - lo)
-    if m < mid:
-        return [*_path(hashes, m, lo, mid), _mth(hashes, mid, hi)]
-    return [*_path(hashes, m, mid, hi), _mth(hashes, lo, mid)]
+def levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
+    """The complete (perfect, aligned) subtree hashes of the tree, level by level.
+
+    Level-wise comprehensions are the fastest way CPython has to hash a whole
+    tree; every prefix's root and every audit path can then be read off it.
+    """
+    sha256 = hashlib.sha256
+    level = [sha256(b"\x00" + leaf).digest() for leaf in leaves]
+    levels = [level]
+    while len(level) > 1:
+        level = [sha256(b"\x01" + level[i] + level[i + 1]).digest()
+                 for i in range(0, len(level) - 1, 2)]
+        levels.append(level)
+    return levels
+
+
+def range_hash(tree: list[list[bytes]], start: int, end: int) -> bytes:
+    """MTH of leaves [start, end) where ``start`` is aligned to a power of two > end - start.
+
+    ``tree`` is :func:`levels`' result. Such a range (a prefix ``[0, size)``
+    is one) is a run of complete subtrees, largest first: its frontier.
+    """
+    nodes = []
+    for height in range((end - start).bit_length() - 1, -1, -1):
+        if (end - start) >> height & 1:
+            nodes.append(tree[height][start >> height])
+            start += 1 << height
+    return frontier_root(nodes)
 
 
 def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
-    """The audit path PATH(index, D[n]) of leaf ``index`` (RFC 6962 §2.1.1)."""
-    if not 0 <= index < len(leaves):
-        raise ValueError(f"leaf {index} is not in a tree of {len(leaves)}")
-    return _path([leaf_hash(leaf) for leaf in leaves], index, 0, len(leaves))
+    """The audit path PATH(index, D[n]) of leaf ``index`` (RFC 6962 §2.1.1).
+
+    Computed from the tree's complete subtrees, hashed level by level once
+    (a receipt's proof over a large ledger is built in one pass, not by
+    recursion): at each height the sibling is a complete subtree, the hash
+    of the partial range at the tree's right edge, or absent (the node is
+    promoted); the tests hold it to the RFC's recursive definition.
+    """
+    n = len(leaves)
+    if not 0 <= index < n:
+        raise ValueError(f"leaf {index} is not in a tree of {n}")
+    tree = levels(leaves)
+    path = []
+    for height in range(len(tree)):
+        sibling = (index >> height) ^ 1
+        start = sibling << height
+        if start >= n:
+            continue  # no right sibling at this height: the node is promoted
+        end = min(start + (1 << height), n)
+        if end - start == 1 << height:
+            path.append(tree[height][sibling])
+        else:
+            path.append(range_hash(tree, start, end))
+    return path
 
 
 def _subproof(hashes: Sequence[bytes], m: int, lo: int, hi: int, whole: bool) -> list[bytes]:
@@ -153,3 +194,46 @@ def verify_consistency(
             sr = node_hash(sr, c)
         fn, sn = fn >> 1, sn >> 1
     return sn == 0 and hmac.compare_digest(fr, old_root) and hmac.compare_digest(sr, new_root)
+
+
+# Compact ranges ("frontiers"): a tree of size n is the concatenation of the
+# perfect subtrees given by the set bits of n, largest (leftmost) first. Keeping
+# their hashes lets a signer extend the tree by k leaves with O(k) hashing and a
+# verifier compute the root at every checkpoint in one pass, instead of
+# recomputing MTH from all leaves each time.
+
+
+def extend_frontier(frontier: list[bytes], size: int, leaves: Sequence[bytes]) -> list[bytes]:
+    """The frontier of the tree of ``size`` leaves (``frontier``) after appending ``leaves``.
+
+    ``frontier`` holds one subtree hash per set bit of ``size``, largest
+    first; it is not changed. A frontier that cannot be one of ``size``
+    leaves raises ``ValueError`` (a stored frontier that was edited).
+    """
+    if size < 0 or len(frontier) != size.bit_count() or not _well_formed(*frontier):
+        raise ValueError(f"not the frontier of a tree of {size} leaves")
+    stack = list(frontier)
+    sha256 = hashlib.sha256
+    for leaf in leaves:
+        node = sha256(b"\x00" + leaf).digest()
+        merges = size
+        while merges & 1:  # each trailing 1 bit closes a perfect subtree
+            node = sha256(b"\x01" + stack.pop() + node).digest()
+            merges >>= 1
+        stack.append(node)
+        size += 1
+    return stack
+
+
+def frontier_root(frontier: Sequence[bytes]) -> bytes:
+    """The Merkle tree hash of the tree whose frontier this is (:data:`EMPTY_ROOT` if empty).
+
+    RFC 6962 splits at the largest power of two, so MTH is the subtrees folded
+    from the right: node(P1, node(P2, … node(Pk-1, Pk))).
+    """
+    if not frontier:
+        return EMPTY_ROOT
+    node = frontier[-1]
+    for left in reversed(frontier[:-1]):
+        node = node_hash(left, node)
+    return node

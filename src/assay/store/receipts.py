@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from ..canonical import digest
 from . import merkle
-from .chain import Entry, TreeHead, entry_hash, leaves, sign_head, verify_head
+from .chain import Entry, TreeHead, entry_hash, leaves, verify_head
 
 if TYPE_CHECKING:
     from ..model.result import Report
@@ -65,12 +65,23 @@ def summary(report: Report) -> dict[str, Any]:
 
 
 def build(summary: dict[str, Any], entries: list[Entry], sealed_index: int,
-          content: dict[str, Any], private_key: Ed25519PrivateKey) -> dict[str, Any]:
-    """The receipt of the run-sealed entry at ``sealed_index`` in the tree of all ``entries``."""
+          content: Any, head: TreeHead,
+          public_key: Ed25519PublicKey | Ed25519PrivateKey | bytes) -> dict[str, Any]:
+    """The receipt of the run-sealed entry at ``sealed_index`` under a signed ``head``.
+
+    ``head`` is a stored head (``heads.record_head``) covering the entry, so
+    the receipt proves inclusion in a tree the store keeps, not one signed
+    only for this receipt; ``entries`` holds at least its first ``head.size``
+    entries; ``public_key`` is the key the head is stored under (raw bytes or
+    a key). Raises ``ValueError`` when the head does not cover the entry.
+    """
+    if not 0 <= sealed_index < head.size <= len(entries):
+        raise ValueError(f"entry {sealed_index} is not under a head of {head.size} entries")
     entry = entries[sealed_index]
-    head: TreeHead = sign_head(entries, private_key)
-    path = merkle.inclusion_proof(leaves(entries), sealed_index)
-    raw = _raw(private_key.public_key())
+    path = merkle.inclusion_proof(leaves(entries[:head.size]), sealed_index)
+    if isinstance(public_key, Ed25519PrivateKey):
+        public_key = public_key.public_key()
+    raw = public_key if isinstance(public_key, bytes) else _raw(public_key)
     return {
         "schema": SCHEMA,
         "run": summary,
@@ -86,7 +97,8 @@ def build(summary: dict[str, Any], entries: list[Entry], sealed_index: int,
     }
 
 
-def _hex32(value: Any, prefix: str = "") -> bytes:
+def hex32(value: Any, prefix: str = "") -> bytes:
+    """A lowercase hex 32-byte hash (after ``prefix``), strictly; else ValueError."""
     if not isinstance(value, str) or not value.startswith(prefix):
         raise ValueError("not a hash")
     raw = bytes.fromhex(value.removeprefix(prefix))
@@ -95,7 +107,8 @@ def _hex32(value: Any, prefix: str = "") -> bytes:
     return raw
 
 
-def _b64(value: Any) -> bytes:
+def b64(value: Any) -> bytes:
+    """Canonical base64, strictly; else ValueError (or binascii.Error)."""
     if not isinstance(value, str):
         raise ValueError("not base64")
     raw = base64.b64decode(value, validate=True)
@@ -118,7 +131,9 @@ def verify(receipt: Any, pin: str | None = None) -> ReceiptCheck:
             return ReceiptCheck(False, f"schema: not an {SCHEMA} receipt")
         step = "key"
         key = receipt["key"]
-        raw_key = _b64(key["public_key"])
+        if key["algorithm"] != "ed25519":
+            return ReceiptCheck(False, "key: not an ed25519 key")
+        raw_key = b64(key["public_key"])
         public_key = Ed25519PublicKey.from_public_bytes(raw_key)
         found = fingerprint(raw_key)
         if key["fingerprint"] != found:
@@ -126,9 +141,9 @@ def verify(receipt: Any, pin: str | None = None) -> ReceiptCheck:
         step = "entry"
         entry, content, run = receipt["entry"], receipt["content"], receipt["run"]
         index = _int(entry["index"])
-        leaf = _hex32(entry["hash"], "sha256:")
-        _hex32(entry["content_digest"], "sha256:")
-        _hex32(entry["prev_hash"], "sha256:")
+        leaf = hex32(entry["hash"], "sha256:")
+        hex32(entry["content_digest"], "sha256:")
+        hex32(entry["prev_hash"], "sha256:")
         if entry["kind"] != "run-sealed":
             return ReceiptCheck(False, "entry: not a run-sealed entry", found)
         if entry_hash(index, entry["kind"], entry["content_digest"],
@@ -141,14 +156,18 @@ def verify(receipt: Any, pin: str | None = None) -> ReceiptCheck:
         if not isinstance(content, dict) or not isinstance(run, dict) \
                 or content.get("run_id") != run.get("run_id"):
             return ReceiptCheck(False, "content: names another run than the summary", found)
+        # A sealed content that commits to the summary (``summary``: its digest)
+        # makes every summary field tamper-evident; older contents do not.
+        if "summary" in content and content["summary"] != digest(run):
+            return ReceiptCheck(False, "content: the summary is not the one sealed", found)
         step = "proof"
         head = receipt["head"]
-        size, root = _int(head["size"]), _hex32(head["root"])
-        path = [_hex32(node) for node in receipt["proof"]["audit_path"]]
+        size, root = _int(head["size"]), hex32(head["root"])
+        path = [hex32(node) for node in receipt["proof"]["audit_path"]]
         if not merkle.verify_inclusion(merkle.leaf_hash(leaf), index, size, path, root):
             return ReceiptCheck(False, "proof: the entry is not in the tree head's root", found)
         step = "signature"
-        if not verify_head(TreeHead(size, root, _b64(head["signature"])), public_key):
+        if not verify_head(TreeHead(size, root, b64(head["signature"])), public_key):
             return ReceiptCheck(False, "signature: the tree head is not signed by the key", found)
     except (KeyError, TypeError, ValueError, binascii.Error):
         return ReceiptCheck(False, f"{step}: malformed")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..canonical import digest
+from ..canonical import digest, digest_bytes
 from ..model.result import CaseResult, Report
-from ..model.suite import Assertion, Suite
+from ..model.suite import Assertion, Case, Suite
 from .chain import Kind
 
 if TYPE_CHECKING:
@@ -22,14 +22,36 @@ if TYPE_CHECKING:
     from .ledger import Ledger
 
 
+def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
+    """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
+    from ..checks import lookup
+
+    found: dict[str, dict[str, float]] = {}
+    for case in cases:
+        for position, assertion in enumerate(case.expect):
+            check = lookup(assertion.check)
+            if check is not None and check.family == "quality":
+                value = 1.0 if assertion.threshold is None else assertion.threshold
+                found.setdefault(case.id, {})[str(position)] = value
+    return found
+
+
 def registration(start: RunStart, loaded: LoadedSuite, target: Target,
                  trials_per_case: int) -> dict[str, Any]:
-    """The ``run-registered`` content: fixed before any trial runs (digests, never cases)."""
+    """The ``run-registered`` content: fixed before any trial runs.
+
+    Digests, never hidden content: the thresholds of hidden cases' rate-based
+    assertions are committed to by digest only; public ones are written out.
+    """
+    suite = loaded.suite
+    hidden = _thresholds(suite.hidden_cases())
     return {
         "run_id": start.run_id,
         "suite": {"id": loaded.suite.id, "digest": loaded.digest},
         "hidden_set": loaded.hidden_digest,
-        "pass_mark": loaded.suite.pass_mark,
+        "pass_mark": suite.pass_mark,
+        "thresholds": {"public": _thresholds(suite.public_cases()),
+                       "hidden": digest(hidden) if hidden else None},
         "trials_per_case": trials_per_case,
         "target": {"uri": target.uri, "digest": target.digest()},
         "seed": start.seed,
@@ -70,9 +92,21 @@ def load_stored_suite(data: dict[str, Any]) -> Suite:
     return Suite.model_validate(body)
 
 
+def report_body(report: Report) -> bytes:
+    """The bytes the store keeps of a FULL report: its compact JSON with ``seal`` null.
+
+    The seal cannot cover itself, so it is kept beside the report, not in it.
+    These bytes are the record (``runs.report``) and ``report_digest`` is their
+    SHA-256: whoever checks the seal hashes the stored bytes, and need not
+    re-serialise anything (docs/decisions/0017-recording.md). A report loaded
+    back gives the same bytes again.
+    """
+    return report.model_copy(update={"seal": None}).model_dump_json(by_alias=True).encode()
+
+
 def report_digest(report: Report) -> str:
-    """The RFC 8785 digest of the FULL report's JSON with ``seal`` null (it cannot hold itself)."""
-    return digest(report.model_copy(update={"seal": None}).to_json_dict())
+    """``sha256:`` of ``report_body(report)``: what the run-sealed entry records."""
+    return digest_bytes(report_body(report))
 
 
 def seal(ledger: Ledger, report: Report) -> dict[str, Any]:

@@ -46,6 +46,10 @@ runs = sa.Table(
     sa.Column("status", sa.String(16), nullable=False, server_default="sealed"),
     # What the battery was asked (trials, timeout), as JSON: a resume runs the rest alike.
     sa.Column("options", sa.Text),
+    # The report's seal (the run-sealed entry); ``report`` is kept with seal null,
+    # so that its bytes are what ``report_digest`` hashes (revision 0004).
+    sa.Column("seal_entry", sa.BigInteger),
+    sa.Column("seal_hash", sa.String(80)),
 )
 
 trials = sa.Table(

@@ -7,6 +7,9 @@ Revises: 0003
   ``sealed``; runs stored before this revision were saved whole, so ``sealed``.
 - ``runs.options``: what the battery was asked (trials, timeout) as JSON, so
   that ``assay run --resume`` runs the rest the same way.
+- ``runs.seal_entry``/``seal_hash``: the report's seal. The stored report is
+  kept with ``seal`` null, so that its bytes are exactly what ``report_digest``
+  (and the run-sealed entry) hash.
 - The columns only known at the end (finished_at, passed, interrupted, report,
   report_digest) may be NULL while a run is open.
 - ``trials.entry``: the index of the trial's ``trial-verdict`` ledger entry,
@@ -34,6 +37,8 @@ def upgrade() -> None:
         batch.add_column(sa.Column("status", sa.String(16), nullable=False,
                                    server_default="sealed"))
         batch.add_column(sa.Column("options", sa.Text, nullable=True))
+        batch.add_column(sa.Column("seal_entry", sa.BigInteger, nullable=True))
+        batch.add_column(sa.Column("seal_hash", sa.String(80), nullable=True))
         batch.alter_column("finished_at", existing_type=sa.String(40), nullable=True)
         batch.alter_column("passed", existing_type=sa.Boolean, nullable=True)
         batch.alter_column("interrupted", existing_type=sa.Boolean, nullable=True)
@@ -57,5 +62,7 @@ def downgrade() -> None:
     with op.batch_alter_table("trials") as batch:
         batch.drop_column("entry")
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("seal_hash")
+        batch.drop_column("seal_entry")
         batch.drop_column("options")
         batch.drop_column("status")

@@ -1,0 +1,53 @@
+"""What a run's registration commits to before any trial runs: thresholds included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from assay.canonical import digest
+from assay.checks.registry import REGISTRY, Check, register
+from assay.model import Assertion, Case, Suite
+from assay.store.recording import registration
+
+
+@pytest.fixture
+def rate_check() -> Iterator[str]:
+    """A rate-based (quality) check, as judges will register them."""
+    check = register(Check(name="test-rate", family="quality", fact="output",
+                           evaluate=lambda *args: None))
+    yield check.name
+    REGISTRY.pop(check.name)
+
+
+def register_suite(cases: list[Case]) -> dict[str, Any]:
+    suite = Suite.model_validate({"suite": "reg/thresholds@1", "pass_mark": 0.75,
+                                  "cases": cases})
+    start = SimpleNamespace(run_id="r1", seed=3, started_at="2026-11-30T00:00:00Z")
+    loaded = SimpleNamespace(suite=suite, digest="sha256:s", hidden_digest="sha256:h")
+    target = SimpleNamespace(uri="python:a:b", digest=lambda: "sha256:t")
+    return registration(start, loaded, target, 2)  # type: ignore[arg-type]
+
+
+def test_thresholds_are_registered_public_in_clear_hidden_by_digest(rate_check: str) -> None:
+    cases = [
+        Case(id="pub", expect=[Assertion(check="equals", arg=1),
+                               Assertion(check=rate_check, threshold=0.7),
+                               Assertion(check=rate_check)]),
+        Case(id="SECRET-case", split="hidden",
+             expect=[Assertion(check=rate_check, threshold=0.9)]),
+    ]
+    content = register_suite(cases)
+    assert content["pass_mark"] == 0.75 and content["trials_per_case"] == 2
+    # Binary checks have no threshold; an unset one is the default 1.0.
+    assert content["thresholds"]["public"] == {"pub": {"1": 0.7, "2": 1.0}}
+    assert content["thresholds"]["hidden"] == digest({"SECRET-case": {"0": 0.9}})
+    assert "SECRET" not in str(content)
+
+
+def test_a_suite_without_rate_checks_registers_empty_thresholds() -> None:
+    content = register_suite([Case(id="pub", expect=[Assertion(check="equals", arg=1)])])
+    assert content["thresholds"] == {"public": {}, "hidden": None}

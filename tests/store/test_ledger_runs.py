@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from assay.canonical import digest
 from assay.grading import redact
-from assay.store import receipts, schema
+from assay.store import schema
 from assay.store.database import open_store
-from assay.store.recording import report_digest
+from assay.store.recording import report_digest, summary
 
 CANARY = "CANARY-9e47"
 
@@ -105,7 +105,7 @@ def test_a_stored_run_is_registered_judged_and_sealed(db_url: str, tmp_path: Pat
     # receipt shows is sealed by its digest.
     assert content(db_url, sealed.content_digest) == {
         "run_id": report["run_id"], "report_digest": report_digest(full),
-        "summary": digest(receipts.summary(redact(full)))}
+        "summary": digest(summary(redact(full)))}
 
     shown = assay(root, "show", report["run_id"], "--json", "--db", db_url)
     assert json.loads(shown.stdout)["seal"] == report["seal"]

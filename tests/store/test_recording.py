@@ -51,3 +51,22 @@ def test_thresholds_are_registered_public_in_clear_hidden_by_digest(rate_check: 
 def test_a_suite_without_rate_checks_registers_empty_thresholds() -> None:
     content = register_suite([Case(id="pub", expect=[Assertion(check="equals", arg=1)])])
     assert content["thresholds"] == {"public": {}, "hidden": None}
+
+
+def test_the_stored_suite_json_is_the_stored_suite() -> None:
+    import json
+    from pathlib import Path
+
+    from assay.store.recording import load_stored_suite, stored_suite, stored_suite_json
+    from assay.suites import discover
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    loaded = discover([examples], None)
+    assert len(loaded) >= 3 and any(item.suite.hidden_cases() for item in loaded)
+    for item in loaded:
+        text = stored_suite_json(item)
+        assert json.loads(text) == json.loads(json.dumps(stored_suite(item)))
+        back = load_stored_suite(json.loads(text))
+        assert back.model_dump(by_alias=True) == item.suite.model_dump(by_alias=True)
+        assert [[a.file for a in c.expect] for c in back.cases] == \
+            [[a.file for a in c.expect] for c in item.suite.cases]

@@ -170,6 +170,7 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
     from assay.engine import Battery, BatteryOptions
     from assay.store.keys import load_or_create_key
     from assay.store.recorder import RunRecorder
+    from assay.store.writing import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
 
@@ -179,7 +180,7 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
     os.environ["AGENT_LOG"] = str(root / "calls.log")
     try:
         store = open_store(f"sqlite:///{root / 'a.db'}")
-        recorder = RunRecorder(store, key=load_or_create_key(root / "k.pem"), batch=batch)
+        recorder = RunRecorder(LocalSink(store, load_or_create_key(root / "k.pem")), batch=batch)
         target = make_target("python:gate_agent:agent", TargetOptions(base_dir=root / "evals"))
         battery = Battery(loaded, target, BatteryOptions(concurrency=3),
                           on_result=recorder.record,
@@ -206,13 +207,14 @@ def test_a_failed_write_stops_the_recording_and_names_the_run(tmp_path: Path) ->
     from assay.model import Case, TrialResult, Verdict
     from assay.store.database import StoreError
     from assay.store.recorder import RunRecorder
+    from assay.store.writing import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
 
     root = project(tmp_path)
     loaded = discover([root / "evals"], None)[0]
     store = open_store(f"sqlite:///{root / 'a.db'}")
-    recorder = RunRecorder(store, batch=2)
+    recorder = RunRecorder(LocalSink(store), batch=2)
     target = make_target("python:gate_agent:agent", TargetOptions(base_dir=root / "evals"))
     recorder.register(RunStart("run-x", 1, "2026-11-30T00:00:00Z"), loaded, target, 2, {})
     case = Case(id="c00")

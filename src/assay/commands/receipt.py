@@ -39,6 +39,7 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     from ..store import receipts
     from ..store.database import open_store
     from ..store.keys import signing_key
+    from ..store.recording import summary
 
     try:
         key = signing_key(db)
@@ -64,7 +65,7 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
             content = json.loads(stored)
         except ValueError:  # edited into something that is not JSON: verify names it
             content = None
-        built = receipts.build(receipts.summary(redact(full)), entries, sealed.index, content,
+        built = receipts.build(summary(redact(full)), entries, sealed.index, content,
                                head, raw_key)
     except AssayError as error:
         fail(error)

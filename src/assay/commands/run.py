@@ -8,7 +8,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from ..engine import Resume, RunStart
     from ..model import Report
     from ..store.database import Store
+    from ..store.recorder import Sink, TrialRecord
+
+    class _Sink(Sink, Protocol):
+        """A sink the command opens before loading suites and stops at the end."""
+
+        def ready(self) -> None: ...
+
+        def stop(self) -> None: ...
     from ..suites import LoadedSuite
 
 
@@ -110,10 +118,63 @@ def _run(options: RunOptions) -> int:
     gc.set_threshold(50_000, 20, 100)
     if options.resume:
         return _resume(options, out, err)
+    if options.no_store:
+        return _batteries(_plans(options), options, out, err, None)
+    sink = _open_sink(options.db)
+    try:
+        plans = _plans(options)  # parsed while the writer opens the store
+        # Before any trial runs: a run that cannot be recorded should not start.
+        sink.ready()
+        return _batteries(plans, options, out, err, _Record(sink))
+    finally:
+        sink.stop()
+
+
+def _plans(options: RunOptions) -> list[tuple[LoadedSuite, str]]:
     loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
     gc.freeze()
-    plans = [(item, uri) for item in loaded for uri in _targets_for(item, options.targets)]
-    return _execute(plans, options, out, err)
+    return [(item, uri) for item in loaded for uri in _targets_for(item, options.targets)]
+
+
+def _open_sink(db: str | None) -> _Sink:
+    """The writer process where the platform can fork; else the store, opened here."""
+    from ..store.writer import fork_available, start_writer
+
+    if fork_available():
+        return start_writer(db)
+    return _InProcess(*_open_record(db))
+
+
+class _InProcess:
+    """Recording in this process: a ``LocalSink`` that also owns (and closes) its store."""
+
+    def __init__(self, store: Store, key: Ed25519PrivateKey) -> None:
+        from ..store.writing import LocalSink
+
+        self.store = store
+        self.local = LocalSink(store, key)
+
+    def ready(self) -> None:
+        """The store is open already."""
+
+    def register(self, row: dict[str, Any], content: bytes) -> None:
+        """See ``LocalSink``."""
+        self.local.register(row, content)
+
+    def write(self, run_id: str, records: list[TrialRecord]) -> None:
+        """See ``LocalSink``."""
+        self.local.write(run_id, records)
+
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+        """See ``LocalSink``."""
+        return self.local.seal(run_id, columns, content)
+
+    def close(self) -> None:
+        """Nothing is pending."""
+
+    def stop(self) -> None:
+        """Close the store."""
+        self.store.close()
 
 
 def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
@@ -126,24 +187,11 @@ def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:
     raise UsageError(f"{item.path}: suite {item.suite.id} names no target; give --target URI")
 
 
-def _execute(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: Console,
-             err: Console) -> int:
-    if options.no_store:
-        return _batteries(plans, options, out, err, None)
-    # Opened before any trial runs: a run that cannot be recorded should not start.
-    store, key = _open_record(options.db)
-    try:
-        return _batteries(plans, options, out, err, _Record(store, key))
-    finally:
-        store.close()
-
-
 @dataclass(frozen=True)
 class _Record:
-    """Where runs are recorded: the store, its signing key, and a run to resume."""
+    """Where runs are recorded, and a run to resume."""
 
-    store: Store
-    key: Ed25519PrivateKey
+    sink: Sink
     resume: Resume | None = None
 
 
@@ -162,6 +210,8 @@ def _resume(options: RunOptions, out: Console, err: Console) -> int:
 
     if options.no_store:
         raise UsageError("--resume records into the store: it cannot go with --no-store")
+    from ..store.writing import LocalSink
+
     run_id = str(options.resume)
     store, key = _open_record(options.db)
     try:
@@ -188,7 +238,7 @@ def _resume(options: RunOptions, out: Console, err: Console) -> int:
                            timeout_s=options.timeout_s or settings.get("timeout_s"))
         err.print(f"resuming run {run_id}: {len(done)} trial(s) recorded", highlight=False)
         return _batteries([(item, stored.target_uri)], options, out, err,
-                          _Record(store, key, resume), stored.target_digest)
+                          _Record(LocalSink(store, key), resume), stored.target_digest)
     finally:
         store.close()
 
@@ -273,7 +323,7 @@ async def _battery(item: LoadedSuite, uri: str, options: RunOptions, err: Consol
     if record is not None:
         from ..store.recorder import RunRecorder
 
-        recorder = writer = RunRecorder(record.store, key=record.key)
+        recorder = writer = RunRecorder(record.sink)
         if record.resume is not None:
             writer.reopen(record.resume.run_id)
         else:

@@ -214,8 +214,9 @@ class Store:
         ``suite`` is the suite that ran (``recording.stored_suite``): replay
         re-grades the traces with it, so a run saved without one cannot be replayed.
         """
-        from .recorder import sealed_columns, write_trials
+        from .recorder import sealed_columns, trial_record
         from .recording import report_body
+        from .writing import write_trials
 
         body = report_body(report)
         seal = report.seal or {}
@@ -230,7 +231,7 @@ class Store:
             "seal_entry": seal.get("entry"), "seal_hash": seal.get("hash"),
             **sealed_columns(report, body),
         }
-        trials = [(case.id, case.split, trial) for case in report.cases
+        trials = [trial_record(case.id, case.split, trial) for case in report.cases
                   if isinstance(case, CaseResult)  # a redacted report has no trials left
                   for trial in case.trials]
         with self.writing(report.run_id) as connection:

@@ -25,7 +25,7 @@ from . import merkle
 from .chain import Entry, TreeHead, entry_hash, leaves, verify_head
 
 if TYPE_CHECKING:
-    from ..model.result import Report
+    pass
 
 SCHEMA: Final = "assay.receipt/1"
 
@@ -47,21 +47,6 @@ def _raw(public_key: Ed25519PublicKey) -> bytes:
 def fingerprint(raw_public_key: bytes) -> str:
     """``"sha256:"`` and the hex SHA-256 of the raw 32-byte public key."""
     return "sha256:" + hashlib.sha256(raw_public_key).hexdigest()
-
-
-def summary(report: Report) -> dict[str, Any]:
-    """What a receipt says of a run: from the REDACTED report, digests and scores only."""
-    scores = report.scores
-    return {
-        "run_id": report.run_id,
-        "suite": {"id": report.suite.id, "digest": report.suite.digest},
-        "hidden_set": report.suite.hidden_set,
-        "target": {"uri": report.target.uri, "digest": report.target.digest},
-        "started_at": report.started_at, "finished_at": report.finished_at,
-        "scores": {"public": scores.public, "hidden": scores.hidden, "overall": scores.overall,
-                   "pass_mark": scores.pass_mark},
-        "passed": scores.passed,
-    }
 
 
 def build(summary: dict[str, Any], entries: list[Entry], sealed_index: int,

@@ -8,18 +8,17 @@ digests, indexes and hashes.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from ..canonical import digest, digest_bytes
-from ..model.result import CaseResult, Report
+from ..model.result import Report
 from ..model.suite import Assertion, Case, Suite
-from .chain import Kind
 
 if TYPE_CHECKING:
     from ..engine import RunStart
     from ..suites import LoadedSuite
     from ..targets import Target
-    from .ledger import Ledger
 
 
 def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
@@ -74,6 +73,19 @@ def stored_suite(loaded: LoadedSuite) -> dict[str, Any]:
     }
 
 
+def stored_suite_json(loaded: LoadedSuite) -> str:
+    """``stored_suite`` as compact JSON text, the suite written by pydantic's serializer.
+
+    The same document as ``json.dumps(stored_suite(loaded))`` (tested), without
+    building it in Python first: for ten thousand cases that is most of what
+    registering a run costs.
+    """
+    suite = loaded.suite
+    files = {case.id: [a.file for a in case.expect] for case in suite.cases}
+    body = suite.model_dump_json(by_alias=True, fallback=repr)
+    return f'{{"suite":{body},"files":{json.dumps(files, ensure_ascii=False)}}}'
+
+
 def load_stored_suite(data: dict[str, Any]) -> Suite:
     """The inverse of ``stored_suite``: the suite model with each assertion's file restored.
 
@@ -109,21 +121,16 @@ def report_digest(report: Report) -> str:
     return digest_bytes(report_body(report))
 
 
-def seal(ledger: Ledger, report: Report) -> dict[str, Any]:
-    """Append one ``trial-verdict`` per trial and ``run-sealed``, in one transaction.
-
-    Returns the report's ``seal``: the run-sealed entry's index and hash.
-    """
-    items: list[tuple[Kind, Any]] = []
-    for case in report.cases:
-        if not isinstance(case, CaseResult):
-            continue  # a redacted report has no trials to record
-        for trial in case.trials:
-            items.append(("trial-verdict", {
-                "run_id": report.run_id, "case_id": case.id, "n": trial.n,
-                "outcome": trial.outcome, "verdicts": [v.outcome for v in trial.verdicts],
-            }))
-    items.append(("run-sealed", {"run_id": report.run_id,
-                                 "report_digest": report_digest(report)}))
-    sealed = ledger.append_many(items)[-1]
-    return {"entry": sealed.index, "hash": sealed.hash}
+def summary(report: Report) -> dict[str, Any]:
+    """What a receipt says of a run: from the REDACTED report, digests and scores only."""
+    scores = report.scores
+    return {
+        "run_id": report.run_id,
+        "suite": {"id": report.suite.id, "digest": report.suite.digest},
+        "hidden_set": report.suite.hidden_set,
+        "target": {"uri": report.target.uri, "digest": report.target.digest},
+        "started_at": report.started_at, "finished_at": report.finished_at,
+        "scores": {"public": scores.public, "hidden": scores.hidden, "overall": scores.overall,
+                   "pass_mark": scores.pass_mark},
+        "passed": scores.passed,
+    }

@@ -1,0 +1,180 @@
+"""The writer process: the store's work for ``assay run``, on the machine's other core.
+
+``start_writer`` forks a child before the suites are loaded; the child
+imports the database libraries, opens (and migrates) the store and loads the
+signing key while the parent parses suites, then serves the recorder's
+calls over a pipe: ``register`` and ``seal`` are answered, trial batches are
+not (the battery does not wait for them). Each call is one transaction of
+``store.writing``. The parent imports none of this machinery's libraries.
+
+- A write that fails is reported on the parent's next call (``StoreError``,
+  exit 3, naming the run, never row values); the child then refuses the rest.
+- The child ignores Ctrl-C: the parent decides, and still seals with what
+  finished.
+- If the parent dies (``kill -9``), the child still commits every batch it
+  received, then sees the pipe close and exits, leaving the run open.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..errors import AssayError, HarnessFailure, UsageError
+from .recorder import TrialRecord
+
+
+class WriterError(HarnessFailure):
+    """The writer process failed or went away (exit 3)."""
+
+
+def _rebuild(code: int, message: str) -> AssayError:
+    return UsageError(message) if code == UsageError.exit_code else WriterError(message)
+
+
+def fork_available() -> bool:
+    """Whether this platform can fork (the writer needs it; elsewhere recording is in-process)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def start_writer(url: str | None) -> ProcessSink:
+    """Fork the writer for the store at ``url`` (None: the default store)."""
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_serve, args=(child, parent, url), name="assay-writer",
+                              daemon=True)
+    process.start()
+    child.close()
+    return ProcessSink(process, parent)
+
+
+class ProcessSink:
+    """The parent's end: a ``recorder.Sink`` whose transactions run in the writer process."""
+
+    def __init__(self, process: Any, connection: Connection) -> None:
+        self.process = process
+        self.connection = connection
+        self.closed = False
+
+    def ready(self) -> None:
+        """Wait until the store is open and migrated: a run that cannot be recorded won't start."""
+        self._ask(("ready",))
+
+    def register(self, row: dict[str, Any], content: bytes) -> None:
+        """See ``writing.register_run``."""
+        self._ask(("register", row, content))
+
+    def write(self, run_id: str, records: list[TrialRecord]) -> None:
+        """See ``writing.write_batch``; not answered, so a failure shows on the next call."""
+        self._failed()
+        self._send(("write", run_id, records))
+
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+        """See ``writing.seal_run``."""
+        index, sealed_hash = self._ask(("seal", run_id, columns, content))
+        return int(index), str(sealed_hash)
+
+    def close(self) -> None:
+        """Wait for every batch to be written (``assay run`` keeps the writer for its next run)."""
+        self._ask(("sync",))
+
+    def stop(self) -> None:
+        """End the writer process once everything it was given is written."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._ask(("stop",))
+        finally:
+            self.connection.close()
+            self.process.join(timeout=60)
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        try:
+            self.connection.send(message)
+        except (OSError, EOFError):
+            raise WriterError("the store's writer process went away") from None
+
+    def _failed(self) -> None:
+        """Raise a failure the writer reported about an unanswered batch."""
+        try:
+            while self.connection.poll():
+                self._reply(self.connection.recv())
+        except (OSError, EOFError):
+            raise WriterError("the store's writer process went away") from None
+
+    def _ask(self, message: tuple[Any, ...]) -> Any:
+        self._send(message)
+        try:
+            while True:
+                reply = self._reply(self.connection.recv())
+                if reply is not _NOTHING:
+                    return reply
+        except (OSError, EOFError):
+            raise WriterError("the store's writer process went away") from None
+
+    @staticmethod
+    def _reply(message: tuple[Any, ...]) -> Any:
+        if message[0] == "error":
+            raise _rebuild(message[1], message[2])
+        if message[0] == "done":
+            return message[1]
+        return _NOTHING
+
+
+_NOTHING = object()
+
+
+def _serve(connection: Connection, parents_end: Connection,
+           url: str | None) -> None:  # pragma: no cover - child
+    """The writer's loop (in the child): one transaction per message, in order."""
+    # The fork copied the parent's end of the pipe too: closed, so that the
+    # parent's death (its end closing) reaches this end as end-of-file.
+    parents_end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    failure: AssayError | None = None
+    store = None
+    try:
+        from .database import open_store
+        from .keys import signing_key
+        from .writing import register_run, seal_run, write_batch
+
+        key = signing_key(url)
+        store = open_store(url)
+    except AssayError as error:
+        failure = error
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            break  # the parent is gone: what was received is written; the run stays open
+        kind = message[0]
+        if failure is not None:
+            if kind != "write":
+                connection.send(("error", failure.exit_code, str(failure)))
+            if kind == "stop":
+                break
+            continue
+        try:
+            if kind == "write":
+                write_batch(store, message[1], message[2])  # type: ignore[arg-type]
+            elif kind == "register":
+                register_run(store, message[1], message[2])  # type: ignore[arg-type]
+                connection.send(("done", None))
+            elif kind == "seal":
+                connection.send(("done", seal_run(store, key, *message[1:])))  # type: ignore[arg-type]
+            else:  # ready, sync, stop: everything before them is written
+                connection.send(("done", None))
+                if kind == "stop":
+                    break
+        except AssayError as error:
+            failure = error
+            connection.send(("error", error.exit_code, str(error)))
+        except Exception as error:  # a bug, not the store: still reported, never raised here
+            failure = WriterError(f"the store's writer failed ({type(error).__name__})")
+            connection.send(("error", failure.exit_code, str(failure)))
+    if store is not None:
+        store.close()
+    connection.close()

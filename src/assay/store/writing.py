@@ -1,0 +1,139 @@
+"""The database side of recording a run: register it, write trial batches, seal it.
+
+Each function is one transaction. They take what ``recorder`` prepared on the
+battery's side (rows, ``TrialRecord`` s, canonical ledger contents) and add
+what needs the database: the ledger's chain, the blobs, the rows, a signed
+tree head. ``LocalSink`` calls them in the battery's process; the writer
+process (``store.writer``) calls them on the other side of a pipe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Connection
+
+from ..canonical import canonical, digest_bytes
+from . import schema
+from .blobs import put_blobs
+from .bulk import insert_rows
+from .chain import Entry
+from .ledger import append_bodies
+from .recorder import TrialRecord
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from .database import Store
+
+
+def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> bytes:
+    content = {"run_id": run_id, "case_id": record.case_id, "n": record.n,
+               "outcome": record.outcome, "verdicts": [v[3] for v in record.verdicts],
+               "trace": trace}
+    try:
+        # Every key is ASCII and every value a string, a small int or a list of
+        # strings: the C encoder writes these exactly as JCS does.
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":"),
+                          sort_keys=True).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in a case id: let JCS refuse it properly
+        return canonical(content)
+
+
+_VERDICT_COLUMNS = ("assertion", "check", "family", "outcome", "evidence", "note",
+                    "provenance", "threshold")
+
+
+def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRecord], *,
+                 ledger: bool) -> None:
+    """Write trials of a run (rows, verdicts, traces by digest), with a ledger entry each if asked.
+
+    A trace is stored as the bytes it came in (``recorder.trial_record``) under
+    the SHA-256 of those bytes; the trial-verdict entry records that digest,
+    pinning the evidence its verdicts were graded on.
+    """
+    blobs: dict[str, bytes] = {}
+    traces: list[str | None] = []
+    for record in records:
+        if record.trace is None:
+            traces.append(None)
+            continue
+        trace_digest = digest_bytes(record.trace)
+        blobs.setdefault(trace_digest, record.trace)
+        traces.append(trace_digest)
+    entries: list[Entry | None] = [None] * len(records)
+    if ledger:
+        entries = list(append_bodies(connection, [
+            ("trial-verdict", _trial_verdict_body(run_id, record, trace))
+            for record, trace in zip(records, traces, strict=True)]))
+    trial_table: list[dict[str, Any]] = []
+    verdict_table: list[dict[str, Any]] = []
+    for record, trace, entry in zip(records, traces, entries, strict=True):
+        trial_table.append({
+            "run_id": run_id, "case_id": record.case_id, "split": record.split, "n": record.n,
+            "outcome": record.outcome, "reason": record.reason,
+            "duration_s": record.duration_s, "usage": record.usage, "trace_digest": trace,
+            "entry": entry.index if entry else None})
+        for position, verdict in enumerate(record.verdicts):
+            row = dict(zip(_VERDICT_COLUMNS, verdict, strict=True))
+            row.update(run_id=run_id, case_id=record.case_id, n=record.n, position=position)
+            verdict_table.append(row)
+    put_blobs(connection, blobs)
+    insert_rows(connection, schema.trials.insert(), trial_table)
+    insert_rows(connection, schema.verdicts.insert(), verdict_table)
+
+
+def register_run(store: Store, row: dict[str, Any], content: bytes) -> None:
+    """Insert the open run's row and its ``run-registered`` entry (canonical ``content``)."""
+    with store.writing(row["run_id"]) as connection:
+        connection.execute(schema.runs.insert(), row)
+        append_bodies(connection, [("run-registered", content)])
+
+
+def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord]) -> None:
+    """One batch of a run's trials, with their entries, in one transaction."""
+    with store.writing(run_id) as connection:
+        write_trials(connection, run_id, records, ledger=True)
+
+
+def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
+             columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+    """Append ``run-sealed``, complete the run's row and sign a tree head, in one transaction.
+
+    Returns the sealing entry's index and hash (the report's ``seal``).
+    """
+    with store.writing(run_id) as connection:
+        sealed = append_bodies(connection, [("run-sealed", content)])[-1]
+        r = schema.runs.c
+        connection.execute(schema.runs.update().where(r.run_id == run_id).values(
+            **columns, status="sealed", seal_entry=sealed.index, seal_hash=sealed.hash))
+        if key is not None:
+            from .heads import record_head
+
+            record_head(connection, key)
+    return sealed.index, sealed.hash
+
+
+class LocalSink:
+    """Recording in the battery's own process: every call is a transaction, here and now."""
+
+    def __init__(self, store: Store, key: Ed25519PrivateKey | None = None) -> None:
+        self.store = store
+        self.key = key
+
+    def register(self, row: dict[str, Any], content: bytes) -> None:
+        """See ``register_run``."""
+        register_run(self.store, row, content)
+
+    def write(self, run_id: str, records: list[TrialRecord]) -> None:
+        """See ``write_batch``."""
+        write_batch(self.store, run_id, records)
+
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+        """See ``seal_run``."""
+        return seal_run(self.store, self.key, run_id, columns, content)
+
+    def close(self) -> None:
+        """Nothing is pending here: every write has happened."""

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 #: JCS numbers are IEEE doubles: integers beyond this are refused (by rfc8785 too).
 _SAFE_INT = 2**53 - 1
 _ASTRAL = "\U00010000"
-#: A character beyond the BMP, written as itself or as an escaped surrogate pair.
-_ASTRAL_TEXT = re.compile(r"[\U00010000-\U0010ffff]|\\u[dD][89abAB]")
 
 
 class _NotPlain(Exception):
@@ -76,44 +73,6 @@ def canonical(value: Any) -> bytes:
     import rfc8785
 
     return rfc8785.dumps(value)
-
-
-def _plain_float(text: str) -> Any:
-    """A JSON number with a fraction or exponent, as ``_ready`` would leave its float."""
-    return _ready(float(text))
-
-
-def _plain_int(text: str) -> int:
-    value = int(text)
-    if -_SAFE_INT <= value <= _SAFE_INT:
-        return value
-    raise _NotPlain
-
-
-def canonical_text(text: str | bytes) -> bytes:
-    """The RFC 8785 (JCS) bytes of a JSON document given as text.
-
-    For models: ``canonical_text(model.model_dump_json())`` gives the bytes of
-    ``canonical(model.model_dump(mode="json"))`` without walking the dump in
-    Python: the C parser hands only numbers to ``_plain_float``/``_plain_int``,
-    which make them ready as ``_ready`` does, and the C encoder writes the
-    rest. A document with a character beyond the BMP (JCS and Python sort such
-    keys differently) or a number the encoder would not write as JCS does
-    takes the general path.
-    """
-    try:
-        value = json.loads(text, parse_float=_plain_float, parse_int=_plain_int)
-    except _NotPlain:
-        return canonical(json.loads(text))
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    if _ASTRAL_TEXT.search(text):
-        return canonical(value)
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
-                          sort_keys=True).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a \ud800 escape
-        return canonical(value)
 
 
 def digest_bytes(body: bytes) -> str:

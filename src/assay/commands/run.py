@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..engine import Resume, RunStart
     from ..model import Report
     from ..store.database import Store
-    from ..store.recorder import Sink, TrialRecord
+    from ..store.recorder import Sink
 
     class _Sink(Sink, Protocol):
         """A sink the command opens before loading suites and stops at the end."""
@@ -139,42 +139,11 @@ def _plans(options: RunOptions) -> list[tuple[LoadedSuite, str]]:
 def _open_sink(db: str | None) -> _Sink:
     """The writer process where the platform can fork; else the store, opened here."""
     from ..store.writer import fork_available, start_writer
+    from ..store.writing import LocalSink
 
     if fork_available():
         return start_writer(db)
-    return _InProcess(*_open_record(db))
-
-
-class _InProcess:
-    """Recording in this process: a ``LocalSink`` that also owns (and closes) its store."""
-
-    def __init__(self, store: Store, key: Ed25519PrivateKey) -> None:
-        from ..store.writing import LocalSink
-
-        self.store = store
-        self.local = LocalSink(store, key)
-
-    def ready(self) -> None:
-        """The store is open already."""
-
-    def register(self, row: dict[str, Any], content: bytes) -> None:
-        """See ``LocalSink``."""
-        self.local.register(row, content)
-
-    def write(self, run_id: str, records: list[TrialRecord]) -> None:
-        """See ``LocalSink``."""
-        self.local.write(run_id, records)
-
-    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
-        """See ``LocalSink``."""
-        return self.local.seal(run_id, columns, content)
-
-    def close(self) -> None:
-        """Nothing is pending."""
-
-    def stop(self) -> None:
-        """Close the store."""
-        self.store.close()
+    return LocalSink(*_open_record(db), owned=True)
 
 
 def _targets_for(item: LoadedSuite, given: tuple[str, ...]) -> list[str]:

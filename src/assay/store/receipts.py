@@ -15,7 +15,7 @@ import base64
 import binascii
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -23,9 +23,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ..canonical import digest
 from . import merkle
 from .chain import Entry, TreeHead, entry_hash, leaves, verify_head
-
-if TYPE_CHECKING:
-    pass
 
 SCHEMA: Final = "assay.receipt/1"
 

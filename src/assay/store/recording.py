@@ -58,27 +58,16 @@ def registration(start: RunStart, loaded: LoadedSuite, target: Target,
     }
 
 
-def stored_suite(loaded: LoadedSuite) -> dict[str, Any]:
+def stored_suite_json(loaded: LoadedSuite) -> str:
     """The suite that ran, as ``runs.suite`` keeps it for replay (hidden cases included).
 
-    ``{"suite": <model_dump by alias>, "files": {case_id: [file per assertion]}}``:
-    ``Assertion.file`` is excluded from the model's dump (it takes no part in
-    digests) but graders resolve relative paths against it, so replay needs it
-    to grade as the run did. Kept inside the store only, like the full report.
-    """
-    suite = loaded.suite
-    return {
-        "suite": suite.model_dump(mode="json", by_alias=True, fallback=repr),
-        "files": {case.id: [a.file for a in case.expect] for case in suite.cases},
-    }
-
-
-def stored_suite_json(loaded: LoadedSuite) -> str:
-    """``stored_suite`` as compact JSON text, the suite written by pydantic's serializer.
-
-    The same document as ``json.dumps(stored_suite(loaded))`` (tested), without
-    building it in Python first: for ten thousand cases that is most of what
-    registering a run costs.
+    ``{"suite": <the model's JSON by alias>, "files": {case_id: [file per
+    assertion]}}``: ``Assertion.file`` is excluded from the model's dump (it
+    takes no part in digests) but graders resolve relative paths against it,
+    so replay needs it to grade as the run did. Kept inside the store only,
+    like the full report. Written by pydantic's serializer: for ten thousand
+    cases, building the document in Python first was most of what
+    registering a run cost.
     """
     suite = loaded.suite
     files = {case.id: [a.file for a in case.expect] for case in suite.cases}
@@ -87,7 +76,7 @@ def stored_suite_json(loaded: LoadedSuite) -> str:
 
 
 def load_stored_suite(data: dict[str, Any]) -> Suite:
-    """The inverse of ``stored_suite``: the suite model with each assertion's file restored.
+    """The inverse of ``stored_suite_json``: the suite model with each assertion's file restored.
 
     Assertions are rebuilt as models first: ``Case`` reads plain mappings in
     the one-key YAML form, not the dumped ``{check, arg, …}`` form.

@@ -117,11 +117,19 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
 
 
 class LocalSink:
-    """Recording in the battery's own process: every call is a transaction, here and now."""
+    """Recording in the battery's own process: every call is a transaction, here and now.
 
-    def __init__(self, store: Store, key: Ed25519PrivateKey | None = None) -> None:
+    ``owned``: the sink closes the store when it is stopped.
+    """
+
+    def __init__(self, store: Store, key: Ed25519PrivateKey | None = None, *,
+                 owned: bool = False) -> None:
         self.store = store
         self.key = key
+        self.owned = owned
+
+    def ready(self) -> None:
+        """The store is open already."""
 
     def register(self, row: dict[str, Any], content: bytes) -> None:
         """See ``register_run``."""
@@ -137,3 +145,8 @@ class LocalSink:
 
     def close(self) -> None:
         """Nothing is pending here: every write has happened."""
+
+    def stop(self) -> None:
+        """Close the store if this sink owns it."""
+        if self.owned:
+            self.store.close()

@@ -101,3 +101,16 @@ def test_db_option_and_env_name_the_store(project) -> None:
 def test_show_of_an_unknown_run_is_a_usage_error(project) -> None:
     done = project.assay("show", "no-such-run")
     assert done.code == 2 and "no run no-such-run" in done.err
+
+
+def test_a_store_that_cannot_be_used_stops_the_run_before_any_trial(project) -> None:
+    marked = AGENT.replace("def agent(input):", "def agent(input):\n    open('called', 'w')")
+    project.write("evals/echo_agent.py", marked)
+    project.write("evals/store.suite.yaml", SUITE.replace("hidden: hidden/\n", ""))
+    bad = project.assay("run", "evals", "--db", "nonsense://x")
+    assert bad.code == 2 and "--db: cannot use this database URL" in bad.err
+    down = project.assay("run", "evals", "--db", "postgresql+psycopg://127.0.0.1:1/none")
+    assert down.code == 3 and "cannot open the store" in down.err
+    for done in (bad, down):
+        assert "Traceback" not in done.err
+    assert not (project.root / "called").exists()  # no trial ran

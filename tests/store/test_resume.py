@@ -238,3 +238,43 @@ def test_a_failed_write_stops_the_recording_and_names_the_run(tmp_path: Path) ->
     # The failed batch left nothing: its trials and their entries went together.
     assert status == ["open"] and sorted(trials) == [1, 2]
     assert kinds == ["run-registered", "trial-verdict", "trial-verdict"]
+
+
+def test_a_write_that_fails_from_the_batch_timer_is_raised_by_the_next_record() -> None:
+    """The timer's flush runs in the event loop: its failure must surface on the
+    battery's side (the next record, or the seal), not as a loop traceback."""
+    import asyncio
+
+    from assay.model import Case, TrialResult
+    from assay.store.database import StoreError
+    from assay.store.recorder import RunRecorder
+
+    class FailingSink:
+        def __init__(self) -> None:
+            self.tried = asyncio.Event()
+
+        def register(self, row: dict[str, object], content: bytes) -> None: ...
+
+        def write(self, run_id: str, records: list[object]) -> None:
+            self.tried.set()
+            raise StoreError(f"run {run_id}: cannot save (OperationalError)")
+
+        def seal(self, run_id: str, columns: dict[str, object], content: bytes
+                 ) -> tuple[int, str]:
+            raise AssertionError("never reached")
+
+        def close(self) -> None: ...
+
+    async def scenario() -> list[dict[str, object]]:
+        loop_errors: list[dict[str, object]] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _, ctx: loop_errors.append(ctx))
+        sink = FailingSink()
+        recorder = RunRecorder(sink, every_s=0.01)  # type: ignore[arg-type]
+        recorder.reopen("run-t")
+        recorder.record(Case(id="c"), TrialResult(n=1, outcome="pass"))  # arms the timer
+        await asyncio.wait_for(sink.tried.wait(), 10)
+        with pytest.raises(StoreError, match="run-t"):
+            recorder.record(Case(id="c"), TrialResult(n=2, outcome="pass"))
+        return loop_errors
+
+    assert asyncio.run(scenario()) == []

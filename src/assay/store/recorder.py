@@ -19,6 +19,7 @@ never prints.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -155,7 +156,7 @@ class RunRecorder:
             except RuntimeError:
                 return
             # The trials that finish last before a pause are written too.
-            self._timer = loop.call_later(self.every_s, self.flush)
+            self._timer = loop.call_later(self.every_s, self._flush_later)
 
     def flush(self) -> None:
         """Hand the trials kept so far to the sink, as one batch."""
@@ -167,6 +168,13 @@ class RunRecorder:
             return
         pending, self._pending = self._pending, []
         self._guarded(lambda: self.sink.write(str(self.run_id), pending))
+
+    def _flush_later(self) -> None:
+        # From the loop's timer: a failure is kept (``_guarded``) and raised by the
+        # next record or the seal, on the battery's side, never by the loop.
+        self._timer = None
+        with contextlib.suppress(Exception):
+            self.flush()
 
     def close(self) -> None:
         """Write everything kept and handed over; raises what failed."""

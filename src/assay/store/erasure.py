@@ -50,7 +50,7 @@ from . import schema
 from .chain import Entry
 from .database import StoreError
 from .heads import record_head
-from .ledger import LOCK_KEY, append_bodies  # one lock for every ledger writer
+from .ledger import LOCK_KEY, append_bodies, utc_stamp  # one lock for every ledger writer
 from .recording import report_digest
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def erase(store: Store, subject: str, run_id: str | None = None, *,
             content: dict[str, Any] = {
                 "subject": subject_digest(subject), "runs": sorted(done.runs),
                 "digests": sorted(done.digests),
-                "erased_at": now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+                "erased_at": utc_stamp(now())}
             if done.reports:
                 content["reports"] = done.reports
             entry = append_bodies(connection, [("erasure", canonical(content))])[0]

@@ -20,7 +20,6 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -31,7 +30,7 @@ from sqlalchemy.engine import Connection
 from ..errors import HarnessFailure
 from . import merkle, schema
 from .chain import TreeHead, head_message, verify_head
-from .ledger import LOCK_KEY  # the appenders' lock: a head reads a tail no one extends
+from .ledger import LOCK_KEY, utc_stamp  # the appenders' lock: a head reads a tail no one extends
 from .receipts import b64, hex32
 
 #: The published head's format (``assay ledger head``).
@@ -153,7 +152,7 @@ def record_head(connection: Connection, key: Ed25519PrivateKey) -> TreeHead:
         "signature": base64.b64encode(head.signature).decode("ascii"),
         "public_key": base64.b64encode(raw_public_key(key)).decode("ascii"),
         "frontier": json.dumps([node.hex() for node in frontier], separators=(",", ":")),
-        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "created_at": utc_stamp(),
     }
     dialect = connection.dialect.name
     if dialect == "sqlite":

@@ -51,8 +51,12 @@ def _rows_and_contents(connection: Connection) -> tuple[Sequence[Row], dict[str,
     return rows, contents
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def utc_stamp(moment: datetime | None = None) -> str:
+    """``moment`` (default: now) in UTC, ISO 8601 to the microsecond with a ``Z``.
+
+    The store's bookkeeping times (entries, heads, erasures); not hashed.
+    """
+    return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def append_bodies(connection: Connection, items: Sequence[tuple[str, bytes]]) -> list[Entry]:
@@ -68,7 +72,7 @@ def append_bodies(connection: Connection, items: Sequence[tuple[str, bytes]]) ->
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_KEY)))
     last = connection.execute(sa.select(c.index, c.hash).order_by(c.index.desc()).limit(1)).first()
     index, prev = (int(last[0]) + 1, str(last[1])) if last else (0, GENESIS)
-    created = _now()
+    created = utc_stamp()
     entries: list[Entry] = []
     blobs: dict[str, bytes] = {}
     rows: list[dict[str, Any]] = []

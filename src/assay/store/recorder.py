@@ -142,8 +142,7 @@ class RunRecorder:
 
     def record(self, case: Case, result: TrialResult) -> None:
         """Keep one finished trial; write a batch when it is full or old enough."""
-        if self._failure is not None:
-            raise self._failure
+        self._raise_failure()
         if not self._pending:
             self._first_pending = time.monotonic()
         self._pending.append(trial_record(case.id, case.split, result))

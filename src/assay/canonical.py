@@ -66,10 +66,8 @@ def canonical(value: Any) -> bytes:
         ready = _ready(value)
         text = json.dumps(ready, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         return text.encode("utf-8")
-    except (_NotPlain, RecursionError):
-        pass
-    except UnicodeEncodeError:  # a lone surrogate: let rfc8785 refuse it properly
-        pass
+    except (_NotPlain, RecursionError, UnicodeEncodeError):
+        pass  # not plain, too deep, or a lone surrogate: rfc8785 writes (or refuses) it
     import rfc8785
 
     return rfc8785.dumps(value)

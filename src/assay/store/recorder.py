@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-#: One verdict as stored: assertion, check, family, outcome, evidence, note,
-#: provenance, threshold.
+#: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None"]
+#: The ``verdicts`` columns a ``VerdictRow`` fills, in its order.
+VERDICT_COLUMNS = ("assertion", "check", "family", "outcome", "evidence", "note",
+                   "provenance", "threshold")
 
 
 class TrialRecord(NamedTuple):

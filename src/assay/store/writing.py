@@ -21,7 +21,7 @@ from .blobs import put_blobs
 from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
-from .recorder import TrialRecord
+from .recorder import VERDICT_COLUMNS, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -40,10 +40,6 @@ def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> 
                           sort_keys=True).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in a case id: let JCS refuse it properly
         return canonical(content)
-
-
-_VERDICT_COLUMNS = ("assertion", "check", "family", "outcome", "evidence", "note",
-                    "provenance", "threshold")
 
 
 def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRecord], *,
@@ -77,7 +73,7 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
             "duration_s": record.duration_s, "usage": record.usage, "trace_digest": trace,
             "entry": entry.index if entry else None})
         for position, verdict in enumerate(record.verdicts):
-            row = dict(zip(_VERDICT_COLUMNS, verdict, strict=True))
+            row = dict(zip(VERDICT_COLUMNS, verdict, strict=True))
             row.update(run_id=run_id, case_id=record.case_id, n=record.n, position=position)
             verdict_table.append(row)
     put_blobs(connection, blobs)

@@ -114,3 +114,50 @@ def test_a_store_that_cannot_be_used_stops_the_run_before_any_trial(project) -> 
     for done in (bad, down):
         assert "Traceback" not in done.err
     assert not (project.root / "called").exists()  # no trial ran
+
+
+def test_a_target_that_cannot_start_registers_nothing(project) -> None:
+    """Started before registering: nothing un-runnable is left open or offered for resume."""
+    project.write("evals/store.suite.yaml",
+                  SUITE.replace("hidden: hidden/\n", "").replace("echo_agent", "no_such_agent"))
+    done = project.assay("run", "evals")
+    assert done.code == 3, done.err
+    assert "harness failure" in done.err and "no_such_agent" in done.err
+    listed = project.assay("runs", "--json")
+    assert listed.code == 0, listed.err
+    assert json.loads(listed.out) == []
+    assert "--resume" not in project.assay("runs").out
+    with sqlite3.connect(project.root / ".assay" / "assay.db") as db:
+        assert db.execute("SELECT count(*) FROM ledger").fetchone() == (0,)
+
+
+def test_the_agent_version_is_one_value_in_ledger_report_and_receipt(project) -> None:
+    """Taken once the target started: registered, reported and receipted as the same digest."""
+    project.write("evals/echo_agent.py", "from echo_helper import shout\n\n"
+                  "def agent(input):\n    return {'echo': shout(str(input))}\n")
+    project.write("evals/echo_helper.py", "def shout(text):\n    return text\n")
+    project.write("evals/store.suite.yaml", SUITE.replace("hidden: hidden/\n", ""))
+    done = project.assay("run", "evals", "--json", "r.json")
+    assert done.code == 0, done.err
+    report = json.loads((project.root / "r.json").read_text())
+    version = report["target"]["digest"]
+    receipt = project.assay("receipt", report["run_id"], "--out", "receipt.json")
+    assert receipt.code == 0, receipt.err
+    receipted = json.loads((project.root / "receipt.json").read_text())
+    with sqlite3.connect(project.root / ".assay" / "assay.db") as db:
+        row = db.execute("SELECT target_digest, options FROM runs").fetchone()
+        registered = db.execute(
+            "SELECT b.content FROM ledger l JOIN blobs b ON b.digest = l.content_digest "
+            "WHERE l.kind = 'run-registered'").fetchone()
+    assert row[0] == version
+    assert json.loads(registered[0])["target"]["digest"] == version
+    assert version in json.dumps(receipted)
+    # What the version covers: the module and the helper it imports, by content.
+    identity = json.loads(row[1])["target_identity"]
+    assert set(identity) == {"uri", "file echo_agent.py", "file echo_helper.py"}
+
+    # Editing the helper (not the module the URI names) makes another version.
+    project.write("evals/echo_helper.py", "def shout(text):\n    return text  # edited\n")
+    again = project.assay("run", "evals", "--json", "r2.json")
+    assert again.code == 0, again.err
+    assert json.loads((project.root / "r2.json").read_text())["target"]["digest"] != version

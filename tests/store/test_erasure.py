@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from assay.store import schema
 from assay.store.database import open_store
-from assay.store.recording import load_stored_suite
+from assay.store.documents import load_stored_suite
 
 CANARY = "CANARY-ERASE-7f3a"
 SUBJECT = "person-1"

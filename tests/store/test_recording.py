@@ -10,8 +10,9 @@ import pytest
 
 from assay.canonical import digest
 from assay.checks.registry import REGISTRY, Check, register
+from assay.engine import RunStart
+from assay.engine.record import registration
 from assay.model import Assertion, Case, Suite
-from assay.store.recording import registration
 
 
 @pytest.fixture
@@ -26,10 +27,10 @@ def rate_check() -> Iterator[str]:
 def register_suite(cases: list[Case]) -> dict[str, Any]:
     suite = Suite.model_validate({"suite": "reg/thresholds@1", "pass_mark": 0.75,
                                   "cases": cases})
-    start = SimpleNamespace(run_id="r1", seed=3, started_at="2026-11-30T00:00:00Z")
+    start = RunStart(run_id="r1", seed=3, started_at="2026-11-30T00:00:00Z",
+                     target_uri="python:a:b", target_digest="sha256:t")
     loaded = SimpleNamespace(suite=suite, digest="sha256:s", hidden_digest="sha256:h")
-    target = SimpleNamespace(uri="python:a:b", digest=lambda: "sha256:t")
-    return registration(start, loaded, target, 2)  # type: ignore[arg-type]
+    return registration(start, loaded, 2)  # type: ignore[arg-type]
 
 
 def test_thresholds_are_registered_public_in_clear_hidden_by_digest(rate_check: str) -> None:
@@ -57,14 +58,14 @@ def test_the_stored_suite_loads_back_with_its_assertions_files() -> None:
     import json
     from pathlib import Path
 
-    from assay.store.recording import load_stored_suite, stored_suite_json
+    from assay.store.documents import load_stored_suite, stored_suite_json
     from assay.suites import discover
 
     examples = Path(__file__).resolve().parents[2] / "examples"
     loaded = discover([examples], None)
     assert len(loaded) >= 3 and any(item.suite.hidden_cases() for item in loaded)
     for item in loaded:
-        text = stored_suite_json(item)
+        text = stored_suite_json(item.suite)
         document = json.loads(text)
         assert document["suite"] == item.suite.model_dump(mode="json", by_alias=True)
         back = load_stored_suite(json.loads(text))

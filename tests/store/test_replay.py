@@ -368,7 +368,7 @@ def test_a_broken_trial_is_compared_by_outcome_only() -> None:
     from assay.model import Case, Suite
     from assay.model.result import SuiteRef, TargetRef
     from assay.store.database import StoredRun, StoredTrial, StoredVerdict
-    from assay.store.recording import report_digest
+    from assay.store.documents import report_digest
     from assay.store.replaying import LedgerEntry, RunLedger
 
     case = Case(id="c", expect=[{"equals": 1}])

@@ -26,13 +26,16 @@ from assay.store.database import open_store
 AGENT = """
 import os, threading
 
+from gate_helper import echo
+
 def agent(input):
     with open(os.environ["AGENT_LOG"], "a") as log:
         log.write(input + "\\n")
     if os.environ.get("AGENT_GATE") and int(input.split("-")[1]) >= 10:
         threading.Event().wait()  # hangs until the process is killed
-    return {"echo": input}
+    return {"echo": echo(input)}
 """
+HELPER = "def echo(text):\n    return text\n"
 
 CASES = 15
 SUITE = "suite: resume/gate@1\ntarget: python:gate_agent:agent\ntrials: 2\ncases:\n" + "".join(
@@ -43,6 +46,7 @@ SUITE = "suite: resume/gate@1\ntarget: python:gate_agent:agent\ntrials: 2\ncases
 def project(root: Path) -> Path:
     (root / "evals").mkdir(parents=True)
     (root / "evals" / "gate_agent.py").write_text(AGENT)
+    (root / "evals" / "gate_helper.py").write_text(HELPER)
     (root / "evals" / "gate.suite.yaml").write_text(SUITE)
     return root
 
@@ -160,6 +164,21 @@ def test_a_resume_runs_only_what_the_run_registered(tmp_path: Path) -> None:
     runs, trials, _ = recorded(url)
     assert runs == [(run_id, "open")] and len(trials) == 20
 
+    # The agent changed: a module it imports from its folder was edited. The
+    # agent version covers it; the resume is refused, naming the file.
+    (root / "evals" / "gate.suite.yaml").write_text(SUITE)
+    (root / "evals" / "gate_helper.py").write_text(HELPER + "# edited\n")
+    edited = assay(root, "run", "evals", "--db", url, "--resume", run_id)
+    assert edited.returncode == 2, edited.stderr
+    assert "file gate_helper.py changed" in edited.stderr, edited.stderr
+    assert "Traceback" not in edited.stderr
+    runs, trials, _ = recorded(url)
+    assert runs == [(run_id, "open")] and len(trials) == 20
+    # Put back as it was, the same agent resumes.
+    (root / "evals" / "gate_helper.py").write_text(HELPER)
+    finished = assay(root, "run", "evals", "--db", url, "--resume", run_id)
+    assert finished.returncode == 0, finished.stderr
+
 
 @pytest.mark.parametrize("batch", [1, 7, 1000])
 def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path,
@@ -168,8 +187,8 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
     import asyncio
 
     from assay.engine import Battery, BatteryOptions
+    from assay.engine.record import RunRecorder
     from assay.store.keys import load_or_create_key
-    from assay.store.recorder import RunRecorder
     from assay.store.writing import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
@@ -184,7 +203,7 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
         target = make_target("python:gate_agent:agent", TargetOptions(base_dir=root / "evals"))
         battery = Battery(loaded, target, BatteryOptions(concurrency=3),
                           on_result=recorder.record,
-                          on_start=lambda s: recorder.register(s, loaded, target, 2, {}))
+                          on_start=lambda s: recorder.register(s, loaded, 2, {}))
         report = recorder.seal(asyncio.run(battery.run()))
     finally:
         sys.path.remove(str(root / "evals"))
@@ -204,9 +223,9 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
 
 def test_a_failed_write_stops_the_recording_and_names_the_run(tmp_path: Path) -> None:
     from assay.engine import RunStart
+    from assay.engine.record import RunRecorder
     from assay.model import Case, TrialResult, Verdict
     from assay.store.database import StoreError
-    from assay.store.recorder import RunRecorder
     from assay.store.writing import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
@@ -216,7 +235,8 @@ def test_a_failed_write_stops_the_recording_and_names_the_run(tmp_path: Path) ->
     store = open_store(f"sqlite:///{root / 'a.db'}")
     recorder = RunRecorder(LocalSink(store), batch=2)
     target = make_target("python:gate_agent:agent", TargetOptions(base_dir=root / "evals"))
-    recorder.register(RunStart("run-x", 1, "2026-11-30T00:00:00Z"), loaded, target, 2, {})
+    start = RunStart("run-x", 1, "2026-11-30T00:00:00Z", target.uri, target.digest())
+    recorder.register(start, loaded, 2, {})
     case = Case(id="c00")
     recorder.record(case, TrialResult(n=1, outcome="pass"))
     recorder.record(case, TrialResult(n=2, outcome="pass"))  # a full batch: written
@@ -245,9 +265,9 @@ def test_a_write_that_fails_from_the_batch_timer_is_raised_by_the_next_record() 
     battery's side (the next record, or the seal), not as a loop traceback."""
     import asyncio
 
+    from assay.engine.record import RunRecorder
     from assay.model import Case, TrialResult
     from assay.store.database import StoreError
-    from assay.store.recorder import RunRecorder
 
     class FailingSink:
         def __init__(self) -> None:

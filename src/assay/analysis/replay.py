@@ -33,7 +33,7 @@ from ..model.evidence import Evidence
 from ..model.result import CaseResult, Report, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Suite
 from ..store.database import StoredRun, StoredTrial, StoredVerdict
-from ..store.recording import load_stored_suite, report_digest
+from ..store.documents import load_stored_suite, report_digest
 from ..store.replaying import LedgerEntry, RunLedger
 
 #: Values replay may print as they are: anything else in a row or an entry

@@ -38,8 +38,8 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     from ..grading import redact
     from ..store import receipts
     from ..store.database import open_store
+    from ..store.documents import summary
     from ..store.keys import signing_key
-    from ..store.recording import summary
 
     try:
         key = signing_key(db)

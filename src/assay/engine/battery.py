@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
@@ -19,6 +19,7 @@ from ..grading import RunInfo, build_report, fold_case, fold_trial
 from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, TrialResult
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
+from ..targets.identity import identity_digest
 from .clock import Clock, SystemClock, stamp
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
@@ -29,15 +30,26 @@ OnResult = Callable[[Case, TrialResult], None]
 
 @dataclass(frozen=True)
 class RunStart:
-    """What is known of a run before its first trial: given to ``on_start``."""
+    """What is known of a run before its first trial: given to ``on_start``.
+
+    The target has started by then, so its identity — the agent version — is
+    complete: ``target_digest`` is the one value the report, the ledger and a
+    receipt name.
+    """
 
     run_id: str
     seed: int
     started_at: str
+    target_uri: str = ""
+    target_digest: str = ""
+    target_identity: dict[str, str] = field(default_factory=dict)
+    target_facets: dict[str, str] = field(default_factory=dict)
+    #: A resumed run: the start of a run registered before (nothing to register).
+    resumed: bool = False
 
 
-#: Called once, before any trial runs (e.g. to pre-register the run in a ledger);
-#: what it raises stops the run before it starts.
+#: Called once, after the target started and before any trial runs (to register
+#: the run, or to check a resumed run's agent); what it raises stops the run.
 OnStart = Callable[[RunStart], None]
 
 
@@ -96,6 +108,8 @@ class Battery:
         self.on_result = on_result
         self.resume = resume
         self.interrupted = False
+        #: The agent version, taken once the target started (``run``).
+        self.target_digest = ""
         self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
@@ -149,15 +163,22 @@ class Battery:
         """Run the battery and fold it into the full (unredacted) report."""
         suite = self.loaded.suite
         slots = self.plan()
-        if self.resume is not None:
-            run_id, started_at = self.resume.run_id, self.resume.started_at
-        else:
-            started = self.clock.now()
-            run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
-            started_at = stamp(started)
-            self.on_start(RunStart(run_id=run_id, seed=self.seed, started_at=started_at))
+        # Started first: a target that cannot start leaves nothing registered, and
+        # the agent version is taken from what started, once (RunStart).
         await self.target.start()
         try:
+            identity = self.target.identity()
+            self.target_digest = identity_digest(identity)
+            if self.resume is not None:
+                run_id, started_at = self.resume.run_id, self.resume.started_at
+            else:
+                started = self.clock.now()
+                run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
+                started_at = stamp(started)
+            self.on_start(RunStart(
+                run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,
+                target_digest=self.target_digest, target_identity=identity,
+                target_facets=dict(self.target.facets), resumed=self.resume is not None))
             queue = iter(slots)
             count = max(1, min(self.options.concurrency, len(slots)))
             self._workers = [asyncio.create_task(self._work(queue)) for _ in range(count)]
@@ -176,7 +197,7 @@ class Battery:
             suite=SuiteRef(id=suite.id, digest=self.loaded.digest,
                            hidden_set=self.loaded.hidden_digest,
                            hidden_source=self.loaded.hidden_source),
-            target=TargetRef(uri=self.target.uri, digest=self.target.digest(),
+            target=TargetRef(uri=self.target.uri, digest=self.target_digest,
                              facets=dict(self.target.facets),
                              evidence=dict(self.target.evidence)),
             started_at=started_at, finished_at=stamp(finished),

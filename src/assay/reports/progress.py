@@ -7,6 +7,8 @@ or content, so it cannot show anything of a hidden case.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -61,3 +63,20 @@ class BatteryProgress:
                 self._task, advance=1, failed=self.counts["fail"], broken=self.counts["broken"],
                 rate=f"{speed:.1f} trials/s" if speed else "",
             )
+
+
+class TerminalWatcher:
+    """What a run shows on the terminal while it goes (``engine.runs.Watcher``)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    @contextmanager
+    def battery(self, label: str, total: int) -> Iterator[Callable[[str], None]]:
+        """A progress bar for one battery; yields its per-trial callback."""
+        with BatteryProgress(self.console, label, total) as progress:
+            yield progress.trial_done
+
+    def notice(self, text: str) -> None:
+        """A line on the terminal, printed as text (never as markup)."""
+        self.console.print(text, markup=False, highlight=False)

@@ -214,8 +214,8 @@ class Store:
         ``suite`` is the suite that ran (``recording.stored_suite``): replay
         re-grades the traces with it, so a run saved without one cannot be replayed.
         """
-        from .recorder import sealed_columns, trial_record
-        from .recording import report_body
+        from .documents import report_body
+        from .records import sealed_columns, trial_record
         from .writing import write_trials
 
         body = report_body(report)

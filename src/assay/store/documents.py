@@ -1,64 +1,23 @@
-"""What a stored run writes to the ledger: registered, one verdict per trial, sealed.
+"""The documents a stored run keeps: its report's bytes, the suite it ran, its summary.
 
 Contents (docs/decisions/0014-ledger-wiring.md) live in the store's blobs,
 never outside it: they keep real case ids (hidden ones too) so that replay
 can match them; the ledger entries and the report's ``seal`` carry only
-digests, indexes and hashes.
+digests, indexes and hashes. What a run registers before its first trial is
+the engine's (``engine.record.registration``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..canonical import digest, digest_bytes
+from ..canonical import digest_bytes
 from ..model.result import Report
-from ..model.suite import Assertion, Case, Suite
-
-if TYPE_CHECKING:
-    from ..engine import RunStart
-    from ..suites import LoadedSuite
-    from ..targets import Target
+from ..model.suite import Assertion, Suite
 
 
-def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
-    """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
-    from ..checks import lookup
-
-    found: dict[str, dict[str, float]] = {}
-    for case in cases:
-        for position, assertion in enumerate(case.expect):
-            check = lookup(assertion.check)
-            if check is not None and check.family == "quality":
-                value = 1.0 if assertion.threshold is None else assertion.threshold
-                found.setdefault(case.id, {})[str(position)] = value
-    return found
-
-
-def registration(start: RunStart, loaded: LoadedSuite, target: Target,
-                 trials_per_case: int) -> dict[str, Any]:
-    """The ``run-registered`` content: fixed before any trial runs.
-
-    Digests, never hidden content: the thresholds of hidden cases' rate-based
-    assertions are committed to by digest only; public ones are written out.
-    """
-    suite = loaded.suite
-    hidden = _thresholds(suite.hidden_cases())
-    return {
-        "run_id": start.run_id,
-        "suite": {"id": loaded.suite.id, "digest": loaded.digest},
-        "hidden_set": loaded.hidden_digest,
-        "pass_mark": suite.pass_mark,
-        "thresholds": {"public": _thresholds(suite.public_cases()),
-                       "hidden": digest(hidden) if hidden else None},
-        "trials_per_case": trials_per_case,
-        "target": {"uri": target.uri, "digest": target.digest()},
-        "seed": start.seed,
-        "started_at": start.started_at,
-    }
-
-
-def stored_suite_json(loaded: LoadedSuite) -> str:
+def stored_suite_json(suite: Suite) -> str:
     """The suite that ran, as ``runs.suite`` keeps it for replay (hidden cases included).
 
     ``{"suite": <the model's JSON by alias>, "files": {case_id: [file per
@@ -69,7 +28,6 @@ def stored_suite_json(loaded: LoadedSuite) -> str:
     cases, building the document in Python first was most of what
     registering a run cost.
     """
-    suite = loaded.suite
     files = {case.id: [a.file for a in case.expect] for case in suite.cases}
     body = suite.model_dump_json(by_alias=True, fallback=repr)
     return f'{{"suite":{body},"files":{json.dumps(files, ensure_ascii=False)}}}'

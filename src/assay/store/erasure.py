@@ -49,9 +49,9 @@ from ..model.result import Report
 from . import schema
 from .chain import Entry
 from .database import StoreError
+from .documents import report_digest
 from .heads import record_head
 from .ledger import LOCK_KEY, append_bodies, utc_stamp  # one lock for every ledger writer
-from .recording import report_digest
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

@@ -1,42 +1,17 @@
-"""Recording a run as it goes: registered before any trial, trials in batches, sealed at the end.
+"""A trial as the store keeps it, and the sink a run's record is written through.
 
-docs/decisions/0017-recording.md. The battery hands every finished trial to
-:meth:`RunRecorder.record`, which turns it into a ``TrialRecord`` (plain
-values, the trace already JSON) and hands batches to a sink: each batch is
-one transaction with the trial rows, their verdicts, their traces by digest
-and one ``trial-verdict`` ledger entry each (``store.writing``), at the
-latest ``every_s`` seconds after a trial finished. A process killed
-mid-battery (``kill -9``) therefore leaves every trial of every committed
-batch, each with its ledger entry, and the run ``open``: ``assay run
---resume RUN`` runs only what is missing.
-
-This side imports no database library: ``assay run`` hands the batches to a
-writer process (``store.writer``), which does the database's work on another
-core while the battery goes on. The recorder writes; it never grades and
-never prints.
+``engine.record.RunRecorder`` turns each finished trial into a ``TrialRecord``
+(plain values, the trace already JSON) and hands batches of them to a
+``Sink``: in the battery's process (``writing.LocalSink``) or in the writer
+process (``writer.ProcessSink``). This module imports no database library.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol
 
-from ..canonical import canonical, digest, digest_bytes
-from ..grading import redact
+from ..canonical import digest_bytes
 from ..model.result import Report, TrialResult
-from .recording import registration, report_body, stored_suite_json, summary
-
-if TYPE_CHECKING:
-    from ..engine import RunStart
-    from ..model.suite import Case
-    from ..suites import LoadedSuite
-    from ..targets import Target
-
-_T = TypeVar("_T")
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None"]
@@ -99,111 +74,3 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Finish every write handed over; raise what failed."""
-
-
-class RunRecorder:
-    """Records one run while it runs (see the module doc).
-
-    A write that fails stops the recorder: this and every later ``record`` or
-    ``seal`` raises it, the run stays open, and a resume runs again whatever
-    was not written.
-    """
-
-    def __init__(self, sink: Sink, *, batch: int = 1000, every_s: float = 0.2) -> None:
-        self.sink = sink
-        self.batch = batch
-        self.every_s = every_s
-        self.run_id: str | None = None
-        self._pending: list[TrialRecord] = []
-        self._first_pending = 0.0
-        self._timer: asyncio.TimerHandle | None = None
-        self._failure: Exception | None = None
-
-    def register(self, start: RunStart, loaded: LoadedSuite, target: Target,
-                 trials_per_case: int, options: dict[str, Any]) -> None:
-        """Open the run and pre-register it in the ledger, in one transaction, before any trial."""
-        self.run_id = start.run_id
-        content = registration(start, loaded, target, trials_per_case)
-        suite = loaded.suite
-        row = {
-            "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
-            "hidden_set": loaded.hidden_digest, "hidden_source": loaded.hidden_source,
-            "target_uri": target.uri, "target_digest": target.digest(),
-            "target_facets": dict(target.facets), "seed": start.seed,
-            "started_at": start.started_at, "trials_per_case": trials_per_case,
-            "pass_mark": suite.pass_mark, "status": "open",
-            # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
-            "suite": stored_suite_json(loaded),
-            "options": json.dumps(options, sort_keys=True),
-        }
-        self.sink.register(row, canonical(content))
-
-    def reopen(self, run_id: str) -> None:
-        """Continue recording an open run (``assay run --resume``)."""
-        self.run_id = run_id
-
-    def record(self, case: Case, result: TrialResult) -> None:
-        """Keep one finished trial; write a batch when it is full or old enough."""
-        self._raise_failure()
-        if not self._pending:
-            self._first_pending = time.monotonic()
-        self._pending.append(trial_record(case.id, case.split, result))
-        if len(self._pending) >= self.batch \
-                or time.monotonic() - self._first_pending >= self.every_s:
-            self.flush()
-        elif self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return
-            # The trials that finish last before a pause are written too.
-            self._timer = loop.call_later(self.every_s, self._flush_later)
-
-    def flush(self) -> None:
-        """Hand the trials kept so far to the sink, as one batch."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._raise_failure()
-        if not self._pending or self.run_id is None:
-            return
-        pending, self._pending = self._pending, []
-        self._guarded(lambda: self.sink.write(str(self.run_id), pending))
-
-    def _flush_later(self) -> None:
-        # From the loop's timer: a failure is kept (``_guarded``) and raised by the
-        # next record or the seal, on the battery's side, never by the loop.
-        self._timer = None
-        with contextlib.suppress(Exception):
-            self.flush()
-
-    def close(self) -> None:
-        """Write everything kept and handed over; raises what failed."""
-        self.flush()
-        self._guarded(self.sink.close)
-
-    def seal(self, report: Report) -> Report:
-        """Write what is left and seal the run (run-sealed, runs row, tree head); return it sealed.
-
-        One transaction: a run is sealed with its report and head, or not at all.
-        """
-        self.flush()
-        body = report_body(report)
-        # The summary a receipt shows is sealed too, by digest: a receipt whose
-        # scores were edited no longer verifies (receipts.verify).
-        content = {"run_id": report.run_id, "report_digest": digest_bytes(body),
-                   "summary": digest(summary(redact(report)))}
-        index, sealed_hash = self._guarded(lambda: self.sink.seal(
-            report.run_id, sealed_columns(report, body), canonical(content)))
-        return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
-
-    def _guarded(self, call: Callable[[], _T]) -> _T:
-        try:
-            return call()
-        except Exception as error:  # kept: every later record or seal raises it too
-            self._failure = error
-            raise
-
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            raise self._failure

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..errors import AssayError, HarnessFailure, UsageError
-from .recorder import TrialRecord
+from .records import TrialRecord
 
 
 class WriterError(HarnessFailure):

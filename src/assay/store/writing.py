@@ -21,7 +21,7 @@ from .blobs import put_blobs
 from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
-from .recorder import VERDICT_COLUMNS, TrialRecord
+from .records import VERDICT_COLUMNS, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

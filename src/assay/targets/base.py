@@ -58,8 +58,11 @@ class Target(Protocol):
     async def close(self) -> None:
         """Release what ``start`` took."""
 
+    def identity(self) -> dict[str, str]:
+        """What makes this agent this version (``targets.identity``); complete after ``start``."""
+
     def digest(self) -> str:
-        """``sha256:…`` naming this version of the agent."""
+        """``sha256:…`` naming this version of the agent: the digest of ``identity()``."""
 
 
 def evidence(**given: str) -> dict[str, Evidence]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import Any
 
 from ..model import Status, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
+from .identity import identity_digest
 
 
 class HttpTarget:
@@ -60,6 +60,10 @@ class HttpTarget:
         if self._client is not None:
             await self._client.aclose()
 
-    def digest(self) -> str:
+    def identity(self) -> dict[str, str]:
         """Only the URI: what answers behind it is not ours to see."""
-        return "sha256:" + hashlib.sha256(self.uri.encode()).hexdigest()
+        return {"uri": self.uri}
+
+    def digest(self) -> str:
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hashlib
 import textwrap
 import time
 from collections.abc import Coroutine
@@ -31,6 +30,7 @@ from ..errors import HarnessFailure, UsageError
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .identity import file_entries, identity_digest
 from .mcp_connection import (
     Answer,
     ConnectFailed,
@@ -262,15 +262,14 @@ class McpTarget:
         self._connections.clear()
         await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
+    def identity(self) -> dict[str, str]:
+        """The URI (its command), the server's name and version from the handshake, and the
+        content of the script files the command names."""
+        identity = {"uri": self.uri, "server": self._server}
+        base = self.options.base_dir
+        identity.update(file_entries((base / arg for arg in self._argv[1:]), base))
+        return identity
+
     def digest(self) -> str:
-        """The URI, the server's name and version, and the bytes of script files it names."""
-        h = hashlib.sha256(self.uri.encode())
-        h.update(self._server.encode())
-        for arg in self._argv[1:]:
-            path = self.options.base_dir / arg
-            try:
-                if path.is_file() and path.stat().st_size <= 10_000_000:
-                    h.update(path.read_bytes())
-            except OSError:
-                continue
-        return "sha256:" + h.hexdigest()
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())

@@ -13,7 +13,6 @@ user set it for their server), and never records or prints it.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import time
 from typing import Any
@@ -33,6 +32,7 @@ from .chat import (
     tool_spec,
     tool_specs,
 )
+from .identity import identity_digest
 from .mcp_connection import ConnectionLost, ProtocolError
 from .mcp_tools import McpServers, McpTool
 from .prices import PriceTable, load_prices
@@ -138,13 +138,17 @@ class OpenAITarget:
             await self._client.close()
             self._client = None
 
-    def digest(self) -> str:
-        """The URI and the server it is served from (without any user:password part)."""
-        h = hashlib.sha256(self.uri.encode())
+    def identity(self) -> dict[str, str]:
+        """The model the URI names and the server it is served from (no user:password part)."""
+        identity = {"uri": self.uri, "model": self.uri.removeprefix("openai:")}
         if self.base_url is not None:
             parts = urlsplit(self.base_url)
-            h.update(f"{parts.scheme}://{parts.hostname}:{parts.port}{parts.path}".encode())
-        return "sha256:" + h.hexdigest()
+            identity["base_url"] = f"{parts.scheme}://{parts.hostname}:{parts.port}{parts.path}"
+        return identity
+
+    def digest(self) -> str:
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())
 
 
 class _Conversation:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import inspect
 import io
 import json
@@ -12,7 +11,6 @@ import math
 import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessFailure
@@ -21,6 +19,7 @@ from ..model import Event, Status, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
 from .capture import captured
 from .capture import sink as _sink
+from .identity import identity_digest, python_identity
 from .recorder import Tools
 from .threads import AgentCrash, AgentThreads
 
@@ -147,11 +146,16 @@ class PythonTarget:
             self._capture.__exit__(None, None, None)
             self._capture = None
 
-    def digest(self) -> str:
-        """The URI and the bytes of the agent's module file."""
-        h = hashlib.sha256(self.uri.encode())
+    def identity(self) -> dict[str, str]:
+        """The URI and the source of the agent's module and the local modules it imports.
+
+        Taken after ``start`` (the module is imported then); before it, the URI alone.
+        """
         module = sys.modules.get(self.spec.partition(":")[0])
-        source = getattr(module, "__file__", None)
-        if source and Path(source).is_file():
-            h.update(Path(source).read_bytes())
-        return "sha256:" + h.hexdigest()
+        if self._func is None or module is None:
+            return {"uri": self.uri}
+        return python_identity(self.uri, module)
+
+    def digest(self) -> str:
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())

@@ -20,6 +20,7 @@ from ..canonical import file_digest
 from ..errors import HarnessFailure
 from ..model import Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .identity import identity_digest
 
 
 class ScriptedTarget:
@@ -90,6 +91,10 @@ class ScriptedTarget:
     async def close(self) -> None:
         """Nothing to release."""
 
+    def identity(self) -> dict[str, str]:
+        """The URI and the recording's bytes."""
+        return {"uri": self.uri, "recording": file_digest(self.path)}
+
     def digest(self) -> str:
-        """The recording's bytes."""
-        return file_digest(self.path)
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())

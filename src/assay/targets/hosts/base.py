@@ -11,7 +11,6 @@ is a harness failure, not the agent's.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import shlex
 import shutil
@@ -23,6 +22,7 @@ from typing import Any, ClassVar
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
 from ..base import TargetOptions, TrialBroken, TrialRequest
+from ..identity import file_entries, identity_digest
 from .process import (
     Finished,
     child_environment,
@@ -217,10 +217,15 @@ class CliHost(ABC):
         """Nothing to release: each trial's process and home are gone when it ends."""
         return None
 
+    def identity(self) -> dict[str, str]:
+        """The URI (flags included), the CLI's version, its model and the files its flags name."""
+        identity = {"uri": self.uri, "version": self.version,
+                    "model": self.facets.get("model", "the CLI's default")}
+        identity.update(file_entries(Path(arg) for before, arg in
+                                     zip(self.args, self.args[1:], strict=False)
+                                     if before in self.path_flags))
+        return identity
+
     def digest(self) -> str:
-        """The URI (flags included), the CLI's version and the files its flags name."""
-        h = hashlib.sha256(f"{self.uri}\n{self.version}".encode())
-        for before, arg in zip(self.args, self.args[1:], strict=False):
-            if before in self.path_flags and Path(arg).is_file():
-                h.update(Path(arg).read_bytes())
-        return "sha256:" + h.hexdigest()
+        """The agent version: the digest of ``identity()``."""
+        return identity_digest(self.identity())

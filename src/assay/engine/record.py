@@ -1,0 +1,190 @@
+"""Recording a run as it goes: registered before any trial, trials in batches, sealed at the end.
+
+docs/decisions/0017-recording.md. The battery hands every finished trial to
+:meth:`RunRecorder.record`, which turns it into a ``TrialRecord`` (plain
+values, the trace already JSON) and hands batches to a sink: each batch is
+one transaction with the trial rows, their verdicts, their traces by digest
+and one ``trial-verdict`` ledger entry each (``store.writing``), at the
+latest ``every_s`` seconds after a trial finished. A process killed
+mid-battery (``kill -9``) therefore leaves every trial of every committed
+batch, each with its ledger entry, and the run ``open``: ``assay run
+--resume RUN`` runs only what is missing.
+
+This side imports no database library: ``assay run`` hands the batches to a
+writer process (``store.writer``), which does the database's work on another
+core while the battery goes on. The recorder writes; it never grades and
+never prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..canonical import canonical, digest, digest_bytes
+from ..checks import lookup
+from ..grading import redact
+from ..model.result import Report, TrialResult
+from ..model.suite import Case
+from ..store.documents import report_body, stored_suite_json, summary
+from ..store.records import Sink, TrialRecord, sealed_columns, trial_record
+
+if TYPE_CHECKING:
+    from ..suites import LoadedSuite
+    from .battery import RunStart
+
+_T = TypeVar("_T")
+
+
+def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
+    """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
+    found: dict[str, dict[str, float]] = {}
+    for case in cases:
+        for position, assertion in enumerate(case.expect):
+            check = lookup(assertion.check)
+            if check is not None and check.family == "quality":
+                value = 1.0 if assertion.threshold is None else assertion.threshold
+                found.setdefault(case.id, {})[str(position)] = value
+    return found
+
+
+def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int) -> dict[str, Any]:
+    """The ``run-registered`` content: fixed before any trial runs.
+
+    Digests, never hidden content: the thresholds of hidden cases' rate-based
+    assertions are committed to by digest only; public ones are written out.
+    """
+    suite = loaded.suite
+    hidden = _thresholds(suite.hidden_cases())
+    return {
+        "run_id": start.run_id,
+        "suite": {"id": loaded.suite.id, "digest": loaded.digest},
+        "hidden_set": loaded.hidden_digest,
+        "pass_mark": suite.pass_mark,
+        "thresholds": {"public": _thresholds(suite.public_cases()),
+                       "hidden": digest(hidden) if hidden else None},
+        "trials_per_case": trials_per_case,
+        "target": {"uri": start.target_uri, "digest": start.target_digest},
+        "seed": start.seed,
+        "started_at": start.started_at,
+    }
+
+
+
+class RunRecorder:
+    """Records one run while it runs (see the module doc).
+
+    A write that fails stops the recorder: this and every later ``record`` or
+    ``seal`` raises it, the run stays open, and a resume runs again whatever
+    was not written.
+    """
+
+    def __init__(self, sink: Sink, *, batch: int = 1000, every_s: float = 0.2) -> None:
+        self.sink = sink
+        self.batch = batch
+        self.every_s = every_s
+        self.run_id: str | None = None
+        self._pending: list[TrialRecord] = []
+        self._first_pending = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._failure: Exception | None = None
+
+    def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
+                 options: dict[str, Any]) -> None:
+        """Open the run and pre-register it in the ledger, in one transaction, before any trial.
+
+        ``start`` is what the battery knew once the target started: the run's id,
+        seed and time, and the agent version (its digest and identity). The
+        identity is kept with the run's options so that a resume can say what
+        changed.
+        """
+        self.run_id = start.run_id
+        content = registration(start, loaded, trials_per_case)
+        suite = loaded.suite
+        row = {
+            "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
+            "hidden_set": loaded.hidden_digest, "hidden_source": loaded.hidden_source,
+            "target_uri": start.target_uri, "target_digest": start.target_digest,
+            "target_facets": dict(start.target_facets), "seed": start.seed,
+            "started_at": start.started_at, "trials_per_case": trials_per_case,
+            "pass_mark": suite.pass_mark, "status": "open",
+            # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
+            "suite": stored_suite_json(suite),
+            "options": json.dumps({**options, "target_identity": start.target_identity},
+                                  sort_keys=True),
+        }
+        self.sink.register(row, canonical(content))
+
+    def reopen(self, run_id: str) -> None:
+        """Continue recording an open run (``assay run --resume``)."""
+        self.run_id = run_id
+
+    def record(self, case: Case, result: TrialResult) -> None:
+        """Keep one finished trial; write a batch when it is full or old enough."""
+        self._raise_failure()
+        if not self._pending:
+            self._first_pending = time.monotonic()
+        self._pending.append(trial_record(case.id, case.split, result))
+        if len(self._pending) >= self.batch \
+                or time.monotonic() - self._first_pending >= self.every_s:
+            self.flush()
+        elif self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            # The trials that finish last before a pause are written too.
+            self._timer = loop.call_later(self.every_s, self._flush_later)
+
+    def flush(self) -> None:
+        """Hand the trials kept so far to the sink, as one batch."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._raise_failure()
+        if not self._pending or self.run_id is None:
+            return
+        pending, self._pending = self._pending, []
+        self._guarded(lambda: self.sink.write(str(self.run_id), pending))
+
+    def _flush_later(self) -> None:
+        # From the loop's timer: a failure is kept (``_guarded``) and raised by the
+        # next record or the seal, on the battery's side, never by the loop.
+        self._timer = None
+        with contextlib.suppress(Exception):
+            self.flush()
+
+    def close(self) -> None:
+        """Write everything kept and handed over; raises what failed."""
+        self.flush()
+        self._guarded(self.sink.close)
+
+    def seal(self, report: Report) -> Report:
+        """Write what is left and seal the run (run-sealed, runs row, tree head); return it sealed.
+
+        One transaction: a run is sealed with its report and head, or not at all.
+        """
+        self.flush()
+        body = report_body(report)
+        # The summary a receipt shows is sealed too, by digest: a receipt whose
+        # scores were edited no longer verifies (receipts.verify).
+        content = {"run_id": report.run_id, "report_digest": digest_bytes(body),
+                   "summary": digest(summary(redact(report)))}
+        index, sealed_hash = self._guarded(lambda: self.sink.seal(
+            report.run_id, sealed_columns(report, body), canonical(content)))
+        return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
+
+    def _guarded(self, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except Exception as error:  # kept: every later record or seal raises it too
+            self._failure = error
+            raise
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure

@@ -1,0 +1,310 @@
+"""A run's whole life in one place: open the record, start the target, register, run, seal.
+
+The command line, the workbench, the pytest plugin and a queue worker all
+start runs through here, so a run is registered, versioned, interrupted,
+resumed and sealed the same way whoever asked for it
+(docs/decisions/0019-agent-version.md). This module decides nothing about
+exit codes and prints nothing: what the caller shows goes through a
+``Watcher``.
+
+The order is the point:
+
+1. the record opens (a writer process forks while the suites load);
+2. the target starts — a target that cannot start is a harness failure and
+   leaves nothing registered, so nothing un-runnable is offered for resume;
+3. its identity is taken (the agent version) and the run registered with it,
+   or, for a resume, checked against the one registered, naming what changed;
+4. the battery runs; its trials are recorded in batches as they finish;
+5. the run is sealed with its report (an interrupted run with what finished).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import signal
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import HarnessFailure, UsageError
+
+if TYPE_CHECKING:
+    from ..model import Report
+    from ..store.records import Sink
+    from ..suites import LoadedSuite
+    from .battery import Resume, RunStart
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How runs go: the battery's options and where ``openai:`` targets are served."""
+
+    trials: int | None = None
+    concurrency: int = 8
+    timeout_s: float | None = None
+    seed: int | None = None
+    base_url: str | None = None
+
+
+class Watcher(Protocol):
+    """What a caller shows while runs go (the terminal's progress bar, a page's events)."""
+
+    def battery(self, label: str, total: int) -> AbstractContextManager[Callable[[str], None]]:
+        """A context for one battery of ``total`` trials; it yields the per-trial callback."""
+
+    def notice(self, text: str) -> None:
+        """Something the user should know that is not a result (e.g. a resume's progress)."""
+
+
+class QuietWatcher:
+    """Shows nothing (tests, embedding)."""
+
+    def battery(self, label: str, total: int) -> AbstractContextManager[Callable[[str], None]]:
+        """A context yielding a callback that does nothing."""
+        return contextlib.nullcontext(lambda outcome: None)
+
+    def notice(self, text: str) -> None:
+        """Nothing."""
+
+
+@dataclass
+class RunResult:
+    """One run's end: its full (unredacted, sealed when recorded) report, or why it never ran."""
+
+    suite_id: str
+    target_uri: str
+    report: Report | None = None
+    interrupted: bool = False
+    #: The harness could not run it (a target that cannot start): the reason.
+    harness_failure: str | None = None
+
+
+@dataclass
+class _Recording:
+    sink: Sink
+    resume: Resume | None = None
+    #: The identity a resumed run registered ({} for runs registered before identities).
+    identity: dict[str, str] = field(default_factory=dict)
+    target_digest: str | None = None
+
+
+class OpenSink(Protocol):
+    """A sink a run opens before loading suites and stops at the end."""
+
+    def ready(self) -> None:
+        """Wait until the store is open; raise what stopped it."""
+
+    def stop(self) -> None:
+        """Close the store (or the writer process)."""
+
+
+def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
+               settings: RunSettings, *, db: str | None, store: bool = True,
+               watcher: Watcher | None = None) -> list[RunResult]:
+    """Load suites (``load``), run each against its targets (``targets`` or the suite's own),
+    record and seal each run unless ``store`` is False; stop at an interrupt.
+
+    ``load`` runs while the store opens in the writer process; a store that
+    cannot be opened stops everything before any trial (``sink.ready``).
+    """
+    watcher = watcher or QuietWatcher()
+    _tune_gc()
+    if not store:
+        return _run_all(_plans(load(), targets), settings, watcher, None)
+    sink = open_sink(db)
+    try:
+        plans = _plans(load(), targets)
+        sink.ready()
+        return _run_all(plans, settings, watcher, sink)
+    finally:
+        sink.stop()
+
+
+def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
+               targets: Sequence[str], settings: RunSettings, *, db: str | None,
+               watcher: Watcher | None = None) -> RunResult:
+    """Finish an open run: only its missing trials, with the suite and agent it registered.
+
+    ``load(suite_id)`` loads the suites with that id. Refused (``UsageError``)
+    when the run is sealed, another target or trial count is asked for, or
+    the suite, hidden set or agent changed since registration — naming what.
+    """
+    from ..store.database import open_store
+    from ..store.keys import signing_key
+    from ..store.writing import LocalSink
+    from .battery import Resume
+
+    watcher = watcher or QuietWatcher()
+    _tune_gc()
+    key = signing_key(db)
+    store = open_store(db)
+    try:
+        stored = store.open_run(run_id)
+        if stored.status != "open":
+            raise UsageError(f"run {run_id} is sealed: there is nothing to resume")
+        if targets and list(targets) != [stored.target_uri]:
+            raise UsageError(f"run {run_id} registered the target {stored.target_uri}; "
+                             "a resume runs that target only")
+        if settings.trials or settings.seed is not None:
+            raise UsageError("--trials and --seed were fixed when the run was registered; "
+                             "a resume takes them from the store")
+        loaded = list(load(stored.suite_id))
+        if not loaded:
+            raise UsageError(f"run {run_id}: no suite {stored.suite_id} under the paths given")
+        item = loaded[0]
+        if item.digest != stored.suite_digest or item.hidden_digest != stored.hidden_set:
+            which = "suite" if item.digest != stored.suite_digest else "hidden set"
+            raise UsageError(f"run {run_id}: the {which} of {stored.suite_id} changed since the "
+                             "run was registered; a resumed run must run what it registered")
+        done = store.load_trials(run_id)
+        options = dict(stored.options)
+        identity = options.pop("target_identity", None) or {}
+        resume = Resume(run_id=run_id, seed=stored.seed or 0, started_at=stored.started_at,
+                        done=done)
+        settings = RunSettings(trials=options.get("trials"),
+                               timeout_s=settings.timeout_s or options.get("timeout_s"),
+                               concurrency=settings.concurrency, base_url=settings.base_url)
+        watcher.notice(f"resuming run {run_id}: {len(done)} trial(s) recorded")
+        recording = _Recording(LocalSink(store, key), resume, identity, stored.target_digest)
+        return _run_one(item, stored.target_uri, settings, watcher, recording)
+    finally:
+        store.close()
+
+
+def open_sink(db: str | None) -> Any:
+    """The writer process where the platform can fork; else the store, opened here."""
+    from ..store.writer import fork_available, start_writer
+    from ..store.writing import LocalSink
+
+    if fork_available():
+        return start_writer(db)
+    from ..store.database import open_store
+    from ..store.keys import signing_key
+
+    key = signing_key(db)
+    return LocalSink(open_store(db), key, owned=True)
+
+
+def _tune_gc() -> None:
+    # A battery allocates many small, long-lived objects (cases, traces,
+    # verdicts) and frees few: the default GC thresholds rescan them all
+    # again and again. Collect less often.
+    gc.set_threshold(50_000, 20, 100)
+
+
+def _plans(loaded: Sequence[LoadedSuite], given: Sequence[str]) -> list[tuple[LoadedSuite, str]]:
+    gc.freeze()  # the loaded suites live as long as the runs: never rescan them
+    plans: list[tuple[LoadedSuite, str]] = []
+    for item in loaded:
+        if given:
+            plans.extend((item, uri) for uri in given)
+        elif item.suite.target:
+            plans.append((item, item.suite.target))
+        else:
+            raise UsageError(f"{item.path}: suite {item.suite.id} names no target; "
+                             "give --target URI")
+    return plans
+
+
+def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
+             sink: Sink | None) -> list[RunResult]:
+    results = []
+    for item, uri in plans:
+        result = _run_one(item, uri, settings, watcher,
+                          _Recording(sink) if sink is not None else None)
+        results.append(result)
+        if result.interrupted:
+            break
+    return results
+
+
+def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
+             recording: _Recording | None) -> RunResult:
+    result = RunResult(suite_id=item.suite.id, target_uri=uri)
+    try:
+        asyncio.run(_battery(item, uri, settings, watcher, recording, result))
+    except HarnessFailure as failure:
+        result.harness_failure = str(failure)
+    return result
+
+
+async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
+                   recording: _Recording | None, result: RunResult) -> None:
+    # The report goes out through ``result``, not as the coroutine's return
+    # value: on Python 3.11 asyncio.run formats its main task's repr (result
+    # included) when it checks the SIGINT handler, which costs seconds for a
+    # large report.
+    from ..targets import TargetOptions, make_target
+    from .battery import Battery, BatteryOptions
+    from .record import RunRecorder
+
+    # Relative names resolve beside the suite file first, then in the working folder.
+    target = make_target(uri, TargetOptions(base_dir=item.path.parent,
+                                            concurrency=settings.concurrency,
+                                            base_url=settings.base_url))
+    options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
+                             timeout_s=settings.timeout_s, seed=settings.seed)
+    resume = recording.resume if recording is not None else None
+    battery = Battery(item, target, options, resume=resume)
+    recorder: RunRecorder | None = None
+    if recording is not None:
+        recorder = writer = RunRecorder(recording.sink)
+        per_case = settings.trials or item.suite.trials
+        chosen = {"trials": settings.trials, "timeout_s": settings.timeout_s}
+
+        def on_start(start: RunStart) -> None:
+            if start.resumed:
+                _check_agent(start, recording)
+                writer.reopen(start.run_id)
+            else:  # registered before any trial runs, with the agent version that started
+                writer.register(start, item, per_case, chosen)
+
+        battery.on_start = on_start
+        battery.on_result = writer.record
+    with watcher.battery(item.suite.id, len(battery.plan())) as on_trial:
+        battery.on_trial = on_trial
+        loop = asyncio.get_running_loop()
+
+        def on_sigint() -> None:
+            if battery.interrupted:
+                os._exit(130)  # a second Ctrl-C: stop now
+            battery.interrupt()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
+        try:
+            report = await battery.run()
+        except BaseException:
+            if recorder is not None and recorder.run_id is not None:
+                # Keep what finished before the harness failed: a resume needs it.
+                with contextlib.suppress(Exception):
+                    recorder.close()
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    if recorder is not None:
+        # Sealed once the battery ended (an interrupted run with what finished).
+        report = recorder.seal(report)
+    result.report = report
+    result.interrupted = battery.interrupted
+
+
+def _check_agent(start: RunStart, recording: _Recording) -> None:
+    """A resumed run runs the agent it registered: refuse another version, saying what changed."""
+    from ..targets.identity import changes
+
+    if start.target_digest == recording.target_digest:
+        return
+    if recording.identity:
+        what = "; ".join(changes(recording.identity, start.target_identity))
+    else:
+        what = "its version differs (this run was registered before assay kept what it covers)"
+    raise UsageError(f"the agent {start.target_uri} changed since the run was registered: "
+                     f"{what}; a resumed run must run what it registered")
+

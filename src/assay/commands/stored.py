@@ -67,7 +67,7 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
         fail(error)
         return
     if as_json:
-        click.echo(json.dumps(report_json([report]), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
         return
     print_report(Console(file=sys.stdout, highlight=False), report)
 

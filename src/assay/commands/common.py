@@ -61,7 +61,7 @@ def hidden_fallback(item: LoadedSuite) -> str:
 
 DB_OPTION = click.option(
     "--db", metavar="URL", envvar="ASSAY_DB",
-    help="The store: a SQLAlchemy URL, e.g. sqlite:///.assay/assay.db or "
-         "postgresql+psycopg://host/db (default: $ASSAY_DB; `runs` and `show` fall back "
-         "to sqlite:///.assay/assay.db; `run` stores only when a store is named).")
+    help="The store of runs and the ledger: a SQLAlchemy URL such as sqlite:///path/to.db "
+         "or postgresql+psycopg://host/db (default: $ASSAY_DB, else .assay/assay.db in this "
+         "folder).")
 

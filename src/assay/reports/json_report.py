@@ -1,6 +1,6 @@
 """``--json FILE``: one line per run, each line the report of SPEC §6.
 
-One shape whatever the number of runs (decisions/0019-json-report-lines.md):
+One shape whatever the number of runs (decisions/0020-json-report-lines.md):
 the file is JSON Lines, so a one-run file is exactly the SPEC §6 object
 (``json.load`` reads it) and a command with several suites or targets adds
 one such line per run; a reader that goes line by line, or ``jq``, needs no

@@ -40,7 +40,7 @@ demo: $(STAMP)
 	@echo "== a receipt of the first run is checked offline, with no store."
 	$(BIN)/assay runs
 	$(BIN)/assay ledger verify
-	$(BIN)/assay receipt "$$($(BIN)/python -c 'import json; d = json.load(open("out/demo.json")); print((d.get("runs") or [d])[0]["run_id"])')" --out out/demo.receipt.json
+	$(BIN)/assay receipt "$$($(BIN)/python -c 'import json; d = json.loads(open("out/demo.json").readline()); print(d["run_id"])')" --out out/demo.receipt.json
 	$(BIN)/assay receipt verify out/demo.receipt.json
 
 $(HOSTS): tests/hosts/package.json tests/hosts/package-lock.json tests/hosts/install.sh

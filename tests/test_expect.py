@@ -5,6 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from assay.errors import SuiteError
 from assay.suites import load_suite_file
 
 PY = '''
@@ -13,7 +16,9 @@ from assay import Case, Suite, expect
 suite = Suite(id="t/helpers@1", target="python:x:y", cases=[
     Case(id="all", input="hi", expect=[
         expect.never_calls(
-            "erp.transfer", {"tool": "erp.refund", "args": {"order": {"regex": "^X"}}}
+            "erp.transfer", {"tool": "erp.refund", "args": {"order": {"regex": "^X"}}},
+            {"tool": "mail.send", "args": {"to": {"includes": {"icase": "x@evil.com"}},
+                                           "cc": {"icase": ["A@b.com"]}}},
         ),
         expect.calls("crm.lookup", args={"customer": "C-1"}, times=1),
         expect.calls([{"tool": "a"}, {"tool": "b"}]),
@@ -36,7 +41,9 @@ cases:
   - id: all
     input: hi
     expect:
-      - never_calls: [erp.transfer, {tool: erp.refund, args: {order: {regex: "^X"}}}]
+      - never_calls: [erp.transfer, {tool: erp.refund, args: {order: {regex: "^X"}}},
+                      {tool: mail.send, args: {to: {includes: {icase: x@evil.com}},
+                                               cc: {icase: [A@b.com]}}}]
       - calls: {tool: crm.lookup, args: {customer: C-1}, times: 1}
       - calls: [{tool: a}, {tool: b}]
       - calls_before: [crm.lookup, erp.refund]
@@ -64,3 +71,21 @@ def test_python_helpers_match_the_yaml_form(tmp_path: Path) -> None:
         "costs_at_most", "exit_code", "activates_skill", "never_activates_skill",
     ]
     assert from_py.digest == from_yaml.digest
+
+
+def test_a_misspelt_matcher_inside_includes_is_refused_at_its_python_line(tmp_path: Path) -> None:
+    source = textwrap.dedent('''
+        from assay import Case, Suite, expect
+
+        suite = Suite(id="t/bad@1", target="python:x:y", cases=[
+            Case(id="c", input="hi", expect=[
+                expect.never_calls({"tool": "mail.send",
+                                    "args": {"to": {"includes": {"regexp": "evil"}}}}),
+            ]),
+        ])
+        ''')
+    (tmp_path / "bad_eval.py").write_text(source)
+    with pytest.raises(SuiteError) as info:
+        load_suite_file(tmp_path / "bad_eval.py")
+    assert info.value.line == 6
+    assert "unknown matcher 'regexp'" in str(info.value)

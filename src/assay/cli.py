@@ -27,7 +27,9 @@ def main() -> None:
     """assay: evaluate AI agents honestly.
 
     Run suites of cases against an agent, several trials per case; grade what
-    the agent did; report public and hidden scores side by side.
+    the agent did; report public and hidden scores side by side; store every
+    run and seal it in a tamper-evident ledger (.assay/assay.db by default).
+    `assay COMMAND --help` says what each command does.
     """
 
 

@@ -110,7 +110,11 @@ def grader(spec: str) -> Assertion:
 
 
 def never_calls(*tools: str | dict[str, Any]) -> Assertion:
-    """No call of these tools (globs), or of ``{tool, args}`` with matching arguments."""
+    """No call of these tools (globs), or of ``{tool, args}`` with matching arguments.
+
+    ``args`` values are literals or matchers, as in YAML:
+    ``never_calls({"tool": "send_email", "args": {"to": {"includes": "x@evil.com"}}})``.
+    """
     return check("never_calls", list(tools), _depth=2)
 
 

@@ -99,6 +99,20 @@ def test_equals_at_path_with_several_matches_compares_the_list(judge: Any) -> No
     assert judge("equals", "4.50", DOC, path="$.rows[*].total").outcome == "fail"
 
 
+def test_a_wildcard_with_one_match_still_gives_a_list(judge: Any) -> None:
+    # SPEC §3: the shape follows the path. One row read by `[*]` is a one-item
+    # list, so the same check holds for one row or many; `[0]` gives the value.
+    one = {"rows": [{"total": "7.25"}]}
+    assert judge("equals", ["7.25"], one, path="$.rows[*].total").outcome == "pass"
+    assert judge("equals", "7.25", one, path="$.rows[*].total").outcome == "fail"
+    assert judge("equals", "7.25", one, path="$.rows[0].total").outcome == "pass"
+    assert judge("type", "array", one, path="$.rows[*].total").outcome == "pass"
+    assert judge("min_rows", 1, one, path="$.rows[*].total").outcome == "pass"
+    # No rows: an empty list, so "no errors" can be said with max_rows: 0.
+    assert judge("max_rows", 0, {"errors": []}, path="$.errors[*]").outcome == "pass"
+    assert judge("max_rows", 0, {"errors": ["x"]}, path="$.errors[*]").outcome == "fail"
+
+
 def test_equals_at_a_path_with_no_match_fails_and_names_the_path(judge: Any) -> None:
     v = judge("equals", 1, DOC, path="$.nope")
     assert (v.outcome, v.note) == ("fail", "nothing at $.nope in the output")

@@ -42,14 +42,28 @@ def test_select_several_matches_give_a_list_in_document_order() -> None:
     assert select(DOC, "$..id") == (True, [1, 2])
 
 
-def test_select_one_match_of_a_wildcard_is_not_wrapped_in_a_list() -> None:
-    assert select({"rows": [{"id": 7}]}, "$.rows[*].id") == (True, 7)
+@pytest.mark.parametrize("path", [
+    "$.rows[*].id", "$.rows[0:1].id", "$..id", "$.rows[?@.id == 7].id", "$.rows.*.id",
+    "$.rows[0]['id', 'nope']", "$.rows[0].id | $.nope",
+])
+def test_select_a_path_that_may_match_several_always_gives_a_list(path: str) -> None:
+    # One match is still a list: the shape follows the path, not the data (SPEC §3).
+    assert select({"rows": [{"id": 7}]}, path) == (True, [7])
 
 
-def test_select_no_match_is_not_found() -> None:
+def test_select_a_singular_path_gives_the_value_itself() -> None:
+    assert select({"rows": [{"id": 7}]}, "$.rows[0].id") == (True, 7)
+    assert select({"rows": [{"id": 7}]}, "$.rows[-1]['id']") == (True, 7)
+
+
+def test_select_no_match_of_a_singular_path_is_not_found() -> None:
     assert select(DOC, "$.missing") == (False, None)
     assert select(DOC, "$.rows[5]") == (False, None)
-    assert select(DOC, "$.empty[*]") == (False, None)
+
+
+def test_select_no_match_of_a_wildcard_is_the_empty_list() -> None:
+    assert select(DOC, "$.empty[*]") == (True, [])
+    assert select(DOC, "$.missing[*].total") == (True, [])
 
 
 def test_select_a_null_value_is_found() -> None:
@@ -185,8 +199,8 @@ def test_nan_is_a_number_but_not_an_integer() -> None:
 def test_select_supports_rfc9535_filters_quoted_names_and_negative_indexes() -> None:
     doc = {"rows": [{"q": 1, "n": "a"}, {"q": 3, "n": "b"}, {"q": 5, "n": "c"}], "a b": 7}
     assert select(doc, "$.rows[?@.q > 1].n") == (True, ["b", "c"])
-    assert select(doc, "$.rows[?@.q > 4].n") == (True, "c")
-    assert select(doc, "$.rows[?@.q > 9].n") == (False, None)
+    assert select(doc, "$.rows[?@.q > 4].n") == (True, ["c"])
+    assert select(doc, "$.rows[?@.q > 9].n") == (True, [])
     assert select(doc, "$['a b']") == (True, 7)
     assert select(doc, "$.rows[-1].n") == (True, "c")
 

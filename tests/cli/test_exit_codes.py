@@ -41,7 +41,9 @@ def test_passing_run_exits_0_and_writes_the_report(project):
                          "--markdown", "out/r.md")
     assert done.code == 0, done.err
     assert "PASSED" in done.out
-    report = json.loads((project.root / "out/r.json").read_text())
+    text = (project.root / "out/r.json").read_text()
+    assert text.count("\n") == 1  # one run, one line: the SPEC §6 object
+    report = json.loads(text)
     for key in ("schema", "run_id", "suite", "target", "started_at", "finished_at",
                 "trials_per_case", "evidence", "scores", "counts", "cost", "cases", "seal"):
         assert key in report
@@ -168,9 +170,32 @@ def test_several_targets_give_one_run_each_side_by_side(project):
                          "--target", "python:agent_0:upper", "--json", "r.json")
     assert done.code == 1
     assert "python:agent_0:echo" in done.out and "python:agent_0:upper" in done.out
-    batch = json.loads((project.root / "r.json").read_text())
-    assert batch["schema"] == "assay.batch/1" and batch["passed"] is False
-    assert [r["scores"]["passed"] for r in batch["runs"]] == [True, False]
+    # One shape for one run or several: each line is a SPEC §6 report.
+    lines = (project.root / "r.json").read_text(encoding="utf-8").splitlines()
+    runs = [json.loads(line) for line in lines]
+    assert [r["schema"] for r in runs] == ["assay.report/1", "assay.report/1"]
+    assert [r["target"]["uri"] for r in runs] == ["python:agent_0:echo", "python:agent_0:upper"]
+    assert [r["scores"]["passed"] for r in runs] == [True, False]
+    assert runs[0]["run_id"] != runs[1]["run_id"]
+
+
+def test_a_report_stays_on_its_line_whatever_it_holds(project):
+    # U+2028, U+2029 and NEL are legal raw in JSON strings, but splitlines()
+    # breaks at them: escaped, each line is still one whole report.
+    make(project)
+    project.write("evals/echo.suite.yaml", r"""
+        suite: demo/echo@1
+        target: python:agent_0:echo
+        cases:
+          - {id: hello, input: hello, tags: ["a\Lb\Pc\Nd"], expect: [{equals: hello}]}
+        """)
+    done = project.assay("run", "--target", "python:agent_0:echo", "--target",
+                         "python:agent_0:echo", "--json", "r.json")
+    assert done.code == 0, done.err
+    lines = (project.root / "r.json").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        assert json.loads(line)["cases"][0]["tags"] == ["a\u2028b\u2029c\x85d"]
 
 
 def test_list_shows_public_cases_and_counts_hidden(project):

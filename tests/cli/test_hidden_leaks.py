@@ -116,6 +116,32 @@ def test_private_hidden_dir_replaces_samples_without_leaking(leak_project, tmp_p
     assert sample_report["suite"]["hidden_set"] != report["suite"]["hidden_set"]
     assert sample_report["suite"]["digest"] == report["suite"]["digest"]
     assert CANARY not in samples.out + samples.err
+    assert "has no folder" not in done.err + samples.err  # used, or not asked for: no note
+
+
+def test_a_hidden_dir_without_the_suites_folder_says_so_and_leaks_nothing(
+        leak_project, tmp_path):
+    # The private root holds another version of the suite, not this one: a wrong
+    # version or a typo must not pass silently as "the private set ran".
+    private = tmp_path / "private"
+    (private / "leak" / "canary@2").mkdir(parents=True)
+    (private / "leak" / "canary@2" / "one.yaml").write_text(PRIVATE)
+    looked_for = private / "leak" / "canary@1"
+    done = leak_project.assay("run", "--hidden-dir", str(private), "--json", "r.json",
+                              "--junit", "r.xml", "--markdown", "r.md")
+    assert done.code == 1
+    note = (f"assay: note: --hidden-dir has no folder {looked_for} for suite leak/canary@1; "
+            f"using its sample hidden cases (evals/hidden) instead")
+    assert note in done.err
+    assert "has no folder" not in done.out  # stderr only: stdout stays the report
+    for name, text in surfaces(leak_project, done).items():
+        assert CANARY not in text, f"hidden content leaked into {name}"
+    report = json.loads((leak_project.root / "r.json").read_text())
+    assert report["suite"]["hidden_source"] == "samples"
+    listed = leak_project.assay("list", "--hidden-dir", str(private))
+    assert listed.code == 0 and note in listed.err and CANARY not in listed.out + listed.err
+    by_env = leak_project.assay("list", env={"ASSAY_HIDDEN_DIR": str(private)})
+    assert note in by_env.err
 
 
 def test_a_hidden_dir_that_does_not_exist_is_refused(leak_project):

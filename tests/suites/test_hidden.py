@@ -367,3 +367,19 @@ def test_the_same_faults_in_a_public_suite_do_say_what_is_wrong(
     err = refused(write("pub.suite.yaml",
                         f"suite: ns/c@1\ncases:\n  - id: a\n    expect:\n      - {TOKEN}: 1\n"))
     assert err.message == f"unknown assertion '{TOKEN}'"
+
+
+def test_the_private_folder_looked_for_is_returned_when_missing(
+    suite: Path, write: Write, load: Callable[..., LoadedSuite], tmp_path: Path
+) -> None:
+    write("private/demo/secret.cases@1/p.yaml", "id: old-version\n")
+    fallen = load(suite, tmp_path / "private")
+    assert fallen.hidden_source == "samples"
+    assert fallen.hidden_missing == tmp_path / "private" / "demo" / "secret.cases@2"
+    assert load(suite).hidden_missing is None  # no --hidden-dir: nothing was looked for
+    write("private/demo/secret.cases@2/p.yaml", "id: current\n")
+    assert load(suite, tmp_path / "private").hidden_missing is None
+    bare = write("evals/n.suite.yaml", "suite: ns/nosamples@1\ncases: [{id: pub}]\n")
+    none_at_all = load(bare, tmp_path / "private")
+    assert none_at_all.hidden_source is None
+    assert none_at_all.hidden_missing == tmp_path / "private" / "ns" / "nosamples@1"

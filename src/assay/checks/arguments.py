@@ -5,6 +5,10 @@ is a glob (``erp.*``) and each named argument is a literal or a *matcher*.
 Literals compare as JSON values do everywhere in assay (``values.same``:
 numbers as numbers, strings exactly, objects and lists exactly and in full).
 
+A list argument is matched by membership with ``{includes: M}``: some item
+of the list meets M, itself a literal or a matcher; ``{icase: [...]}``
+compares a whole list with the strings inside it folded to one case.
+
 A mapping in an argument's place is always a matcher with exactly one key;
 an object is compared literally only through ``{equals: {...}}``. That costs a
 few characters and buys safety: a misspelt matcher (``{regexp: ATTACKER}``)
@@ -32,7 +36,7 @@ from .values import JSON_TYPES, json_type_matches, same, short, type_name
 E = TypeVar("E")
 A = TypeVar("A")
 
-MATCHERS = ("any_of", "regex", "type", "absent", "icase", "equals")
+MATCHERS = ("any_of", "regex", "type", "absent", "icase", "includes", "equals")
 
 #: Keys of a call pattern; ``times`` only where a check counts calls.
 PATTERN_KEYS = ("tool", "args", "strict")
@@ -96,7 +100,9 @@ def _check_literal(value: Any, where: str) -> None:
                          "(quote it to compare a string)")
 
 
-def _check_expected(expected: Any, where: str) -> None:
+def _check_expected(expected: Any, where: str, *, item: bool = False) -> None:
+    # ``item``: ``expected`` describes an item of a list (inside ``includes``),
+    # where ``absent`` has no meaning: an item is never left out.
     if not isinstance(expected, dict):
         _check_literal(expected, where)
         return
@@ -113,8 +119,13 @@ def _check_expected(expected: Any, where: str) -> None:
     if key == "any_of":
         if not isinstance(value, list) or not value:
             raise ValueError(f"{where}: any_of is a non-empty list")
-        for item in value:
-            _check_expected(item, where)
+        for option in value:
+            _check_expected(option, where, item=item)
+    elif key == "includes":
+        _check_expected(value, where, item=True)
+    elif key == "absent" and item:
+        raise ValueError(f"{where}: absent has no meaning for an item of a list (an item is "
+                         "never left out); write absent beside includes, in any_of")
     elif key == "regex":
         if not isinstance(value, str):
             raise ValueError(f"{where}: regex is a string, not {type_name(value)}")
@@ -126,8 +137,10 @@ def _check_expected(expected: Any, where: str) -> None:
         raise ValueError(f"{where}: type is one of {', '.join(JSON_TYPES)}, not {short(value)}")
     elif key == "absent" and not isinstance(value, bool):
         raise ValueError(f"{where}: absent is true or false, not {short(value)}")
-    elif key == "icase" and not isinstance(value, str):
-        raise ValueError(f"{where}: icase is a string, not {type_name(value)}")
+    elif key == "icase":
+        if not isinstance(value, str | list):
+            raise ValueError(f"{where}: icase is a string or a list, not {type_name(value)}")
+        _check_literal(value, where)
     elif key == "equals":
         _check_literal(value, where)
 
@@ -156,8 +169,21 @@ def value_matches(expected: Any, value: Any) -> bool:
     if key == "type":
         return json_type_matches(value, arg)
     if key == "icase":
-        return isinstance(value, str) and value.casefold() == arg.casefold()
+        return isinstance(value, type(arg)) and same(_folded(value), _folded(arg))
+    if key == "includes":
+        return isinstance(value, list) and any(value_matches(arg, item) for item in value)
     return same(value, arg)  # equals
+
+
+def _folded(value: Any) -> Any:
+    """``value`` with every string in it (inside lists and objects too) case-folded."""
+    if isinstance(value, str):
+        return value.casefold()
+    if isinstance(value, list):
+        return [_folded(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _folded(item) for key, item in value.items()}
+    return value
 
 
 class Miss(NamedTuple):
@@ -227,6 +253,8 @@ def describe_expected(expected: Any) -> str:
         return "absent" if arg else "present"
     if key == "icase":
         return f"{short(arg, 60)} in any case"
+    if key == "includes":
+        return f"a list including {describe_expected(arg)}"
     return short(arg, 60)
 
 

@@ -26,8 +26,12 @@ def select(output: Any, path: str | None) -> tuple[bool, Any]:
     """The value at ``path`` in ``output``: ``(found, value)``.
 
     Without a path, the whole output. A string output that holds JSON is read
-    as JSON when a path is given. One match gives the value, several give the
-    list of them, none gives ``found=False``.
+    as JSON when a path is given. The shape follows the path, never the data
+    (SPEC §3): a singular path (names and indexes only, ``$.rows[0].total``)
+    gives the value, or ``found=False`` when nothing is there; any other path
+    (a wildcard, slice, filter, union or descent, ``$.rows[*].total``) gives
+    the list of its matches in document order, however many there are, none
+    included.
     """
     if path is None:
         return True, output
@@ -37,12 +41,20 @@ def select(output: Any, path: str | None) -> tuple[bool, Any]:
             data = json.loads(data)
         except ValueError:
             return False, None
-    matches = compile_path(path).findall(data)
+    compiled = compile_path(path)
+    matches = compiled.findall(data)
+    if not _singular(compiled):
+        return True, list(matches)
     if not matches:
         return False, None
-    if len(matches) == 1:
-        return True, matches[0]
-    return True, list(matches)
+    return True, matches[0]
+
+
+def _singular(compiled: Any) -> bool:
+    # A union of paths (`$.a | $.b`, python-jsonpath's extension) has no
+    # singular_query: it selects a list, like any path that may match several.
+    singular = getattr(compiled, "singular_query", None)
+    return bool(singular()) if singular is not None else False
 
 
 def as_text(value: Any) -> str:

@@ -40,14 +40,28 @@ def load_suites(paths: tuple[Path, ...], hidden_dir: Path | None, suite_ids: tup
     if not loaded:
         raise UsageError(f"no suites (*.suite.yaml, *_eval.py) under "
                          f"{', '.join(str(p) for p in roots)}")
+    for item in loaded:
+        if item.hidden_missing is not None:
+            click.echo(f"assay: note: {hidden_fallback(item)}", err=True)
     return loaded
 
 
+def hidden_fallback(item: LoadedSuite) -> str:
+    """What a suite ran instead of the private hidden cases ``--hidden-dir`` did not hold.
+
+    Names folders only, never a case: the user who gave the folder needs to
+    know it was not used (a typo, a wrong version), not what the samples hold.
+    """
+    instead = "it has no hidden cases"
+    if item.hidden_source == "samples" and item.suite.hidden is not None:
+        instead = f"using its sample hidden cases ({item.path.parent / item.suite.hidden}) instead"
+    return (f"--hidden-dir has no folder {item.hidden_missing} for suite {item.suite.id}; "
+            f"{instead}")
 
 
 DB_OPTION = click.option(
     "--db", metavar="URL", envvar="ASSAY_DB",
-    help="The store: a SQLAlchemy URL, e.g. sqlite:///.assay/assay.db or "
-         "postgresql+psycopg://host/db (default: $ASSAY_DB; `runs` and `show` fall back "
-         "to sqlite:///.assay/assay.db; `run` stores only when a store is named).")
+    help="The store of runs and the ledger: a SQLAlchemy URL such as sqlite:///path/to.db "
+         "or postgresql+psycopg://host/db (default: $ASSAY_DB, else .assay/assay.db in this "
+         "folder).")
 

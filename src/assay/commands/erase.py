@@ -12,13 +12,15 @@ from .common import DB_OPTION, fail
 @click.option("--subject", required=True, metavar="ID",
               help="A case id (all its trials in every stored run, or in --run) "
                    "or a content digest sha256:<64 hex> (that one blob).")
-@click.option("--run", "run_id", metavar="RUN", help="Erase the case in this run only.")
+@click.option("--run", "run_id", metavar="RUN",
+              help="Erase the case from this run only (default: from every stored run).")
 @DB_OPTION
 def erase(subject: str, run_id: str | None, db: str | None) -> None:
-    """Erase a subject's content (inputs, traces, notes); the ledger still verifies.
+    """Erase a data subject's content; the ledger still verifies.
 
-    Ids, outcomes and every hash stay, and one `erasure` entry records what
-    went, naming the subject by digest only. Exit 2 when nothing matches.
+    Removes the subject's inputs, traces and notes. Ids, outcomes and every
+    hash stay, and one `erasure` entry records what went, naming the subject
+    by digest only. Exit 2 when nothing matches.
     """
     from ..store.database import open_store
     from ..store.erasure import erase as erase_subject

@@ -13,7 +13,7 @@ from .common import DB_OPTION, EXIT_NOT_PASSED, fail
 
 @click.group()
 def ledger() -> None:
-    """The tamper-evident ledger of stored runs."""
+    """Check or publish the tamper-evident ledger of stored runs."""
 
 
 @ledger.command(name="verify")
@@ -22,7 +22,9 @@ def ledger() -> None:
               help="Also check a head published earlier (`assay ledger head`): catches a "
                    "rewrite that replaced the stored heads too.")
 def ledger_verify(db: str | None, head_file: Path | None) -> None:
-    """Check every entry (chain, hash, stored content) and signed head; exit 1 if one fails.
+    """Check the whole ledger; exit 1 naming the first entry that fails.
+
+    Every entry's chain link, hash and stored content, and every signed head.
 
     The heads must be signed by the store's key when its key file exists (it
     is not created just to verify).
@@ -65,7 +67,11 @@ def ledger_verify(db: str | None, head_file: Path | None) -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the head here (default: standard output).")
 def ledger_head(db: str | None, out: Path | None) -> None:
-    """Sign and store a head over the whole ledger, and print it (JSON) to publish elsewhere."""
+    """Sign the ledger's current head and print it, to publish elsewhere.
+
+    The head (JSON) is also stored; `assay ledger verify --head FILE` later
+    checks that the ledger still extends it.
+    """
     import json
 
     from ..store.database import open_store

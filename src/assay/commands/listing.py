@@ -14,9 +14,15 @@ from .common import fail, load_suites
 @click.command(name="list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+              envvar="ASSAY_HIDDEN_DIR",
+              help="Count the private hidden cases in DIR/namespace/name@N/ instead of each "
+                   "suite's samples (default: $ASSAY_HIDDEN_DIR).")
 def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
-    """Suites and their public cases; hidden cases only as a count."""
+    """List the suites found and their public cases; runs nothing.
+
+    Looks below PATHS (default: evals/) and shows each suite's file, target,
+    trials and pass mark, and its public cases; hidden cases only as a count.
+    """
     from rich.console import Console
 
     try:

@@ -22,7 +22,12 @@ class _ReceiptGroup(click.Group):
 
 @click.group(cls=_ReceiptGroup)
 def receipt() -> None:
-    """A stored run's signed receipt: `assay receipt RUN`, `assay receipt verify FILE`."""
+    """Write or check a run's signed receipt.
+
+    `assay receipt RUN [--out FILE] [--db URL]` writes a stored run's signed,
+    self-contained receipt (no hidden content) to FILE or standard output;
+    `assay receipt verify FILE [--key KEY]` checks one offline, with no store.
+    """
 
 
 @receipt.command(name="create", hidden=True)
@@ -31,7 +36,11 @@ def receipt() -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the receipt here (default: standard output).")
 def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
-    """Write RUN's receipt: summary, run-sealed entry, inclusion proof, signed tree head."""
+    """Write a stored run's signed receipt, to check offline.
+
+    It holds the run's summary (no hidden content), its run-sealed ledger
+    entry, the entry's inclusion proof and a signed tree head.
+    """
     import json
 
     from ..errors import UsageError
@@ -91,7 +100,11 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
 @click.option("--key", "pin", metavar="KEY",
               help="The signer to require: its raw public key (base64) or SHA-256 fingerprint.")
 def receipt_verify(file: Path, pin: str | None) -> None:
-    """Check a receipt offline, with no store; exit 1 naming the first check that fails."""
+    """Check a receipt offline; exit 1 naming the first check that fails.
+
+    Needs no store: the receipt carries the run's summary, its sealing entry,
+    the inclusion proof and a signed tree head.
+    """
     import json
 
     from ..store import receipts

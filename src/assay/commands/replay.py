@@ -13,13 +13,14 @@ from .common import DB_OPTION, EXIT_NOT_PASSED, fail
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @DB_OPTION
-@click.option("--json", "as_json", is_flag=True, help="The differences as JSON, for scripts.")
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON, for scripts.")
 def replay(run_id: str, db: str | None, as_json: bool) -> None:
-    """Re-grade a stored run and check it against the ledger; exit 1 if anything differs.
+    """Re-grade a stored run; exit 1 if any verdict differs.
 
     Verdicts, trial and case outcomes and scores are recomputed from the
     stored traces and suite, and compared with the stored rows, the stored
-    report and the run's ledger entries. Hidden cases are named holdout-N
+    report and the run's ledger entries. The agent is not run again. Hidden
+    cases are named holdout-N
     and their assertions by position only.
     """
     import json

@@ -43,34 +43,55 @@ class RunOptions:
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--suite", "suite_ids", multiple=True, metavar="ID", help="Run only this suite.")
+@click.option("--suite", "suite_ids", multiple=True, metavar="ID",
+              help="Run only the suite with this id (namespace/name@major); repeat for several.")
 @click.option("--target", "targets", multiple=True, metavar="URI",
-              help="The agent (SPEC §4); several give one run each, side by side.")
-@click.option("--trials", type=click.IntRange(min=1), help="Trials per case (overrides suites).")
+              help="Run against this agent instead of the suite's target: python:MODULE:FUNCTION, "
+                   "mcp+stdio:COMMAND, mcp+http://HOST:PORT/PATH, openai:MODEL, claude, codex, "
+                   "http(s)://URL or scripted:FILE.jsonl. Repeat it to run each agent as its "
+                   "own run, shown side by side.")
+@click.option("--trials", type=click.IntRange(min=1),
+              help="Run each case N times (instead of the suite's or the case's trials).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Trials running at once.")
+              help="Run at most N trials at once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
-              help="Seconds per trial (overrides suites).")
-@click.option("--seed", type=int, help="Seed for anything random (recorded in the report).")
+              help="Stop a trial after this many seconds (instead of the suite's or the case's "
+                   "timeout_s).")
+@click.option("--seed", type=int,
+              help="Seed for anything assay draws at random, recorded with the run (default: "
+                   "a fresh seed, recorded too). Run ids stay unique whatever the seed.")
 @click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
-              envvar="ASSAY_HIDDEN_DIR", help="Private hidden cases: DIR/namespace/name@N/.")
+              envvar="ASSAY_HIDDEN_DIR",
+              help="A private folder of hidden cases, DIR/namespace/name@N/, that replaces each "
+                   "suite's sample hidden cases (default: $ASSAY_HIDDEN_DIR). A suite with no "
+                   "folder there keeps its samples, and assay says so.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the JSON report.")
+              help="Write the JSON report to FILE: one line per run, each line that run's "
+                   "report (schema assay.report/1).")
 @click.option("--junit", "junit_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write JUnit XML.")
+              help="Write a JUnit XML report to FILE (a testcase per case), for CI.")
 @click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write a Markdown summary.")
+              help="Write a Markdown summary to FILE, for a CI page.")
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
 @DB_OPTION
 @click.option("--no-store", is_flag=True,
-              help="Do not record or seal this run (a throwaway run: no `assay show`, no receipt).")
+              help="Run without recording: nothing is stored or sealed, so this run has no "
+                   "`assay show`, replay or receipt.")
 @click.option("--resume", metavar="RUN",
               help="Finish a run that stopped part-way (crash, kill): run only its missing "
                    "trials, with the suite and target it registered.")
 def run(**kwargs: Any) -> None:
-    """Run suites against targets, record and seal each run; exit 0 only if every run passed."""
+    """Run suites against agents; store and seal each run.
+
+    Runs every suite found under PATHS (default: evals/) against its target,
+    or against each --target, several trials per case; shows progress, the
+    result table and the scores; records each run in the store and seals it
+    in the ledger, unless --no-store. Exit 0 only if every run passed; 1 if
+    one did not (a case failed, was inconclusive or broken, or the run was
+    interrupted); 2 bad usage or a bad suite file; 3 a target could not start.
+    """
     options = RunOptions(**kwargs)
     try:
         code = _run(options)

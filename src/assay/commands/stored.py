@@ -12,9 +12,15 @@ from .common import DB_OPTION, fail
 
 @click.command()
 @DB_OPTION
-@click.option("--json", "as_json", is_flag=True, help="One JSON list, for scripts.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the runs as one JSON list, for scripts.")
 def runs(db: str | None, as_json: bool) -> None:
-    """The stored runs, oldest first: id, suite, target, started, scores, passed."""
+    """List the stored runs, oldest first.
+
+    One line per run: its id, suite, target, start time, scores and whether it
+    passed; a run that stopped part-way is `open`, with the command that
+    finishes it.
+    """
     import dataclasses
     import json
 
@@ -47,9 +53,13 @@ def runs(db: str | None, as_json: bool) -> None:
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @DB_OPTION
-@click.option("--json", "as_json", is_flag=True, help="The JSON report (SPEC §6).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the run's JSON report (schema assay.report/1) instead of the table.")
 def show(run_id: str, db: str | None, as_json: bool) -> None:
-    """One stored run, as its report shows it: hidden cases as holdouts only."""
+    """Show one stored run's result table and scores.
+
+    As `assay run` printed them; hidden cases appear as holdout-N only.
+    """
     import json
 
     from rich.console import Console
@@ -67,7 +77,7 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
         fail(error)
         return
     if as_json:
-        click.echo(json.dumps(report_json([report]), indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
         return
     print_report(Console(file=sys.stdout, highlight=False), report)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -173,7 +174,7 @@ class Battery:
                 run_id, started_at = self.resume.run_id, self.resume.started_at
             else:
                 started = self.clock.now()
-                run_id = f"{started:%Y%m%dT%H%M%S}Z-{self.rng.getrandbits(32):08x}"
+                run_id = f"{started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(4)}"  # never seeded
                 started_at = stamp(started)
             self.on_start(RunStart(
                 run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,

@@ -1,38 +1,39 @@
-"""``--json FILE``: the report of SPEC §6 (one run), or a batch of them."""
+"""``--json FILE``: one line per run, each line the report of SPEC §6.
+
+One shape whatever the number of runs (decisions/0020-json-report-lines.md):
+the file is JSON Lines, so a one-run file is exactly the SPEC §6 object
+(``json.load`` reads it) and a command with several suites or targets adds
+one such line per run; a reader that goes line by line, or ``jq``, needs no
+branch.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..model import Report
 
-
-class Batch(BaseModel):
-    """Several runs from one command, each with its own report."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    schema_: str = Field(default="assay.batch/1", alias="schema")
-    passed: bool
-    runs: list[Report]
+# JSON allows these raw inside strings, but Python's str.splitlines() (and some
+# editors) break lines at them; escaped, a report stays on its one line.
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def _document(reports: list[Report]) -> Report | Batch:
-    if len(reports) == 1:
-        return reports[0]
-    return Batch(passed=all(r.scores.passed for r in reports), runs=reports)
+def as_json(report: Report) -> dict[str, Any]:
+    """One run's report as plain JSON data (``assay show --json``)."""
+    return report.model_dump(mode="json", by_alias=True)
 
 
-def as_json(reports: list[Report]) -> dict[str, Any]:
-    """One run gives its report; several give ``assay.batch/1`` holding each."""
-    return _document(reports).model_dump(mode="json", by_alias=True)
+def report_line(report: Report) -> str:
+    """One run's report as one line of JSON, without the newline."""
+    text = report.model_dump_json(by_alias=True)
+    for raw, escaped in _LINE_BREAKS.items():
+        if raw in text:
+            text = text.replace(raw, escaped)
+    return text
 
 
 def write_json(reports: list[Report], path: Path) -> None:
-    """Write the JSON report to ``path`` (pydantic's serializer: fast for large runs)."""
+    """Write each run's report to ``path``, one line each (pydantic's serializer: fast)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = _document(reports).model_dump_json(indent=2, by_alias=True)
-    path.write_text(text + "\n", encoding="utf-8")
+    path.write_text("".join(report_line(report) + "\n" for report in reports), encoding="utf-8")

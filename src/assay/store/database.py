@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..canonical import canonical
 from ..errors import HarnessFailure, UsageError
+from ..install_hints import extra
 from ..model.result import CaseResult, Report, TrialResult, Verdict
 from ..model.trace import Trace, Usage
 from . import schema
@@ -111,6 +112,14 @@ class OpenRun:
     status: str
 
 
+def _missing_driver(error: ImportError) -> str:
+    """The database driver a URL needs is not installed: name it, and how to get it."""
+    driver = (error.name or "").partition(".")[0]
+    if driver == "psycopg":
+        return extra("postgres", "psycopg")
+    return f"cannot use this database URL: its driver {driver or '(unknown)'} is not installed"
+
+
 def open_store(url: str | None = None) -> Store:
     """Open the store at ``url`` (default: SQLite in ``.assay/``) and migrate it to head."""
     if not url:
@@ -118,7 +127,9 @@ def open_store(url: str | None = None) -> Store:
         url = DEFAULT_URL
     try:
         engine = sa.create_engine(url)
-    except (sa.exc.ArgumentError, ImportError) as error:
+    except ImportError as error:
+        raise UsageError(f"--db: {_missing_driver(error)}") from None
+    except sa.exc.ArgumentError as error:
         raise UsageError(f"--db: cannot use this database URL ({type(error).__name__})") from None
     database = engine.url.database
     if engine.url.get_backend_name() == "sqlite" and database and database != ":memory:":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -18,17 +19,31 @@ def private_folder(hidden_root: Path, suite_id: str) -> Path:
     return hidden_root.joinpath(*suite_id.split("/"))
 
 
-def choose_folder(
-    suite_id: str, samples: Path | None, hidden_root: Path | None
-) -> tuple[Path | None, HiddenSource | None]:
-    """The private folder when one exists for this suite, else the samples."""
+@dataclass(frozen=True)
+class HiddenChoice:
+    """Where a suite's hidden cases come from, and the private folder that was not there."""
+
+    folder: Path | None
+    source: HiddenSource | None
+    #: The folder ``--hidden-dir`` should have held for this suite, when it did not.
+    missing: Path | None = None
+
+
+def choose_folder(suite_id: str, samples: Path | None, hidden_root: Path | None) -> HiddenChoice:
+    """The private folder when one exists for this suite, else the samples.
+
+    Falling back is SPEC §2's rule, but a user who gave ``--hidden-dir`` meant it
+    to apply: the folder looked for is returned, for the command to say so.
+    """
+    missing = None
     if hidden_root is not None:
         private = private_folder(hidden_root, suite_id)
         if private.is_dir():
-            return private, "private"
+            return HiddenChoice(private, "private")
+        missing = private
     if samples is not None:
-        return samples, "samples"
-    return None, None
+        return HiddenChoice(samples, "samples", missing)
+    return HiddenChoice(None, None, missing)
 
 
 def load_hidden(folder: Path) -> list[Case]:

@@ -33,6 +33,10 @@ class LoadedSuite:
     hidden_source: HiddenSource | None
     #: Tool fixtures by absolute path, parsed and checked at load time.
     fixtures: dict[str, ToolFixture] = field(default_factory=dict)
+    #: The private folder ``--hidden-dir`` had no copy of (``DIR/ns/name@N``), so
+    #: the samples (or no hidden cases) were used instead. A fact for the command
+    #: to tell the user; loading never prints.
+    hidden_missing: Path | None = None
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
@@ -129,8 +133,8 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
         if not samples.is_dir():
             raise SuiteError(str(path), _hidden_line(path), f"hidden folder {suite.hidden!r} "
                              "does not exist")
-    folder, source = choose_folder(suite.id, samples, hidden_root)
-    hidden = load_hidden(folder) if folder is not None else []
+    choice = choose_folder(suite.id, samples, hidden_root)
+    hidden = load_hidden(choice.folder) if choice.folder is not None else []
     if hidden:
         everything = [*suite.cases, *hidden]
         check_unique(everything, lambda case: _case_problem(case, path))
@@ -141,7 +145,8 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
                             exclude_defaults=True)
     suite_digest = digest({"suite": body, "cases": [_case_identity(c) for c in public]})
     hidden_digest = digest([_case_identity(c) for c in secret]) if secret else None
-    loaded = LoadedSuite(suite, path, suite_digest, hidden_digest, source if secret else None)
+    loaded = LoadedSuite(suite, path, suite_digest, hidden_digest,
+                         choice.source if secret else None, hidden_missing=choice.missing)
     for case in suite.cases:
         where = loaded.fixture_path(case)
         if where is not None and str(where) not in loaded.fixtures and is_tool_fixture(where):

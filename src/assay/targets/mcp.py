@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import HarnessFailure, UsageError
+from ..install_hints import reinstall
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
@@ -156,8 +157,7 @@ class McpTarget:
         try:
             import mcp  # noqa: F401 - only to say so when it is missing
         except ImportError:
-            raise HarnessFailure(f"target {self.uri}: the mcp package is not installed "
-                                 "(pip install 'assay[mcp]')") from None
+            raise HarnessFailure(f"target {self.uri}: {reinstall('mcp')}") from None
         mute_sdk_logs()
         if self.stdio:
             self._command = self._resolve_command()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessFailure
+from ..install_hints import reinstall
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model.fixture import ToolFixture
 from .base import TrialBroken
@@ -136,8 +137,7 @@ class McpServers:
         try:
             import mcp  # noqa: F401 - only to say so when it is missing
         except ImportError:
-            raise HarnessFailure(f"{prefix} names MCP servers, and the mcp package is not "
-                                 "installed (pip install 'assay[mcp]')") from None
+            raise HarnessFailure(f"{prefix} names MCP servers, and {reinstall('mcp')}") from None
         mute_sdk_logs()
         taken = {tool.name: "a tool of its `tools:`" for tool in fixture.tools}
         taken.update((name, "an ask tool of its `answers:`") for name in fixture.answers

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import HarnessFailure, UsageError
+from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
@@ -82,8 +83,7 @@ class OpenAITarget:
         try:
             import openai
         except ImportError:
-            raise HarnessFailure(f"target {self.uri}: the openai package is not installed "
-                                 "(pip install 'assay[openai]')") from None
+            raise HarnessFailure(f"target {self.uri}: {reinstall('openai')}") from None
         await ensure_reachable(self.uri, self.base_url)
         # With OPENAI_API_KEY set the SDK reads it itself; its value never passes through us.
         key = None if "OPENAI_API_KEY" in os.environ else _NO_KEY

@@ -224,8 +224,8 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
 
     from ..errors import HarnessFailure
     from ..grading import redact
-    from ..reports import write_json, write_junit, write_markdown
-    from ..reports.terminal import print_report, print_side_by_side
+    from ..reports.emit import ReportFiles, emit
+    from ..reports.safe import shown
 
     reports: list[Report] = []
     harness_failed = False
@@ -236,26 +236,20 @@ def _batteries(plans: list[tuple[LoadedSuite, str]], options: RunOptions, out: C
             asyncio.run(_battery(item, uri, options, err, outcome, record, target_digest))
             full, interrupted = outcome[0]
         except HarnessFailure as failure:
-            err.print(f"[bold magenta]harness failure[/] ({item.suite.id}): {failure}",
-                      markup=True, highlight=False)
+            # The failure's text is not ours (a module's exception, a server's reply).
+            err.print(shown("harness failure", "bold magenta")
+                      .append(f" ({item.suite.id}): ").append_text(shown(failure)))
             harness_failed = True
             continue
-        report = redact(full)
-        reports.append(report)
-        print_report(out, report)
-        out.print()
+        reports.append(redact(full))
         if interrupted:
             err.print("[yellow]interrupted: the trials that finished are reported[/]")
             break
-    if len(reports) > 1:
-        print_side_by_side(out, reports)
-    if reports:
-        if options.json_path:
-            write_json(reports, options.json_path)
-        if options.junit_path:
-            write_junit(reports, options.junit_path)
-        if options.markdown_path:
-            write_markdown(reports, options.markdown_path)
+    # Files first, then the terminal, each reporter on its own (reports/emit.py);
+    # a report that could not be written is the harness's failure (exit 3).
+    files = ReportFiles(options.json_path, options.junit_path, options.markdown_path)
+    if reports and not emit(reports, files, out, err):
+        harness_failed = True
     if harness_failed:
         return EXIT_HARNESS
     return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .evidence import Evidence
+from .storable import storable_text
 from .trace import Trace, Usage
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -41,6 +42,12 @@ class TrialResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     verdicts: list[Verdict] = Field(default_factory=list)
     trace: Trace | None = Field(default=None, exclude=True)
+
+    @field_validator("reason")
+    @classmethod
+    def _storable_reason(cls, value: str | None) -> str | None:
+        # A broken trial's reason quotes the agent's exception (model/storable.py).
+        return value if value is None else storable_text(value)
 
 
 class RateSummary(BaseModel):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticSerializationError
 
 from ..model import Report
+from .common import write_file
 
 
 class Batch(BaseModel):
@@ -31,8 +34,19 @@ def as_json(reports: list[Report]) -> dict[str, Any]:
     return _document(reports).model_dump(mode="json", by_alias=True)
 
 
+def json_document(reports: list[Report]) -> str:
+    """The JSON report's text (pydantic's serializer: fast for large runs).
+
+    Text UTF-8 cannot hold (a lone surrogate, say in a case id) is written as
+    a ``\\uXXXX`` escape by the stdlib instead of losing the file.
+    """
+    document = _document(reports)
+    try:
+        return document.model_dump_json(indent=2, by_alias=True)
+    except PydanticSerializationError:
+        return json.dumps(document.model_dump(mode="json", by_alias=True), indent=2)
+
+
 def write_json(reports: list[Report], path: Path) -> None:
-    """Write the JSON report to ``path`` (pydantic's serializer: fast for large runs)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = _document(reports).model_dump_json(indent=2, by_alias=True)
-    path.write_text(text + "\n", encoding="utf-8")
+    """Write the JSON report to ``path``."""
+    write_file(path, json_document(reports) + "\n")

@@ -8,8 +8,9 @@ trace rather than the agent's grade, so they are tamed where a trace is made
   escape) cannot be encoded as UTF-8: the store, the ledger's canonical JSON
   and every report would refuse the trial. Each becomes U+FFFD.
 - Nesting deeper than ``MAX_DEPTH`` levels is past what the store reads back
-  (pydantic's JSON parser stops near 200 levels) and what recursive code
-  (JSONPath, canonical JSON, the stdlib encoder) survives. The part below the
+  (pydantic's JSON parser stops near 200 levels), what JSONPath's recursive
+  descent walks (100) and what recursive code (canonical JSON, the stdlib
+  encoder) survives. The part below the
   limit is kept as its JSON text behind ``CUT_NOTE``, so checks that read
   text (``contains``, ``not_contains``) still see everything the agent said.
 
@@ -23,7 +24,7 @@ import re
 from typing import Any
 
 #: Containers an output (or a tool call's arguments) may nest before the rest is kept as text.
-MAX_DEPTH = 100
+MAX_DEPTH = 64
 #: What the text kept in place of a too-deep part begins with.
 CUT_NOTE = f"<assay: nested deeper than {MAX_DEPTH} levels, kept as JSON text> "
 

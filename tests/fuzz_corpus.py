@@ -52,6 +52,8 @@ CORPUS = {**MARKUP, **ANSI, **CONTROLS, **SURROGATES, **PAGES}
 HOSTILE = " ".join(CORPUS.values())
 #: The same without lone surrogates: what a YAML suite file (UTF-8 text) can hold.
 HOSTILE_ENCODABLE = " ".join(v for k, v in CORPUS.items() if k not in SURROGATES)
+#: The hostile text a case id may hold (printable, at most 200 characters): markup, HTML, bidi.
+NAME = " ".join([*MARKUP.values(), PAGES["html"], PAGES["bidi"]])
 #: About a megabyte of output, with markup at both ends.
 MEGABYTE = "[bold]" + "x" * 1_000_000 + "[/INST]"
 #: Invalid UTF-8, as a subprocess or an HTTP server may send it.

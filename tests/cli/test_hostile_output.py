@@ -28,6 +28,7 @@ from ..fuzz_corpus import (
     HOSTILE_ENCODABLE,
     INVALID_UTF8,
     MARKUP,
+    NAME,
     assert_inert,
     nested,
     python_source,
@@ -41,7 +42,7 @@ def _y(text: str) -> str:
     return json.dumps(text)
 
 
-ECHO_ID = "echo " + HOSTILE_ENCODABLE
+ECHO_ID = "echo " + NAME
 TAGS = ["[bold]tag[/bold]", "\x1b[31mred-tag", "[link=http://x]t"]
 
 AGENT = python_source() + '''
@@ -57,6 +58,8 @@ def agent(input, tools):
         raise ValueError(HOSTILE)
     if kind == "error":
         raise AgentError(HOSTILE)
+    if kind == "raise_big":
+        raise ValueError(MEGABYTE)
     if kind == "big":
         return {"out": MEGABYTE}
     if kind == "deep":
@@ -92,8 +95,11 @@ cases:
   - id: "raise [/INST] [bold]"
     input: {{kind: raise}}
     expect: [{{path: $.out, equals: x}}]
-  - id: "error \\x1b[31m"
+  - id: "error [red]"
     input: {{kind: error}}
+    expect: [status: ok]
+  - id: raise-big
+    input: {{kind: raise_big}}
     expect: [status: ok]
   - id: big
     input: {{kind: big}}
@@ -110,7 +116,7 @@ cases:
 """
 
 HIDDEN = f"""
-- id: {_y(CANARY + "-id [bold]x[/bold] " + HOSTILE_ENCODABLE)}
+- id: {_y(CANARY + "-id [bold]x[/bold] " + NAME)}
   input: {{kind: hidden, secret: {CANARY}-input}}
   expect: [{{path: $.echo, equals: {CANARY}-expected}}]
 - id: {CANARY}-raise
@@ -118,10 +124,11 @@ HIDDEN = f"""
   expect: [{{path: $.echo, equals: x}}]
 """
 
-PUBLIC_IDS = [ECHO_ID, "raise [/INST] [bold]", "error \x1b[31m", "big", "deep", "deep-args",
-              "string"]
-OUTCOMES = {ECHO_ID: "fail", "raise [/INST] [bold]": "broken", "error \x1b[31m": "fail",
-            "big": "pass", "deep": "pass", "deep-args": "pass", "string": "pass"}
+PUBLIC_IDS = [ECHO_ID, "raise [/INST] [bold]", "error [red]", "raise-big", "big", "deep",
+              "deep-args", "string"]
+OUTCOMES = {ECHO_ID: "fail", "raise [/INST] [bold]": "broken", "error [red]": "fail",
+            "raise-big": "broken", "big": "pass", "deep": "pass", "deep-args": "pass",
+            "string": "pass"}
 
 
 @pytest.fixture
@@ -172,6 +179,10 @@ def test_the_corpus_goes_through_every_surface(hostile: Any) -> None:
     assert report["seal"]["hash"].startswith("sha256:")
     raised = next(c for c in report["cases"] if c["id"] == "raise [/INST] [bold]")
     assert "[/INST]" in raised["reason"] and "\x1b[31m" in raised["reason"]
+    # A megabyte of reason is kept whole in the report, cut on the terminal.
+    big = next(c for c in report["cases"] if c["id"] == "raise-big")
+    assert len(big["reason"]) > 1_000_000
+    assert len(done.out) < 100_000
 
     xml = ET.fromstring(files["r.xml"].encode("utf-8"))
     names = [case.get("name") or "" for case in xml.iter("testcase")]
@@ -206,6 +217,29 @@ def test_the_corpus_goes_through_every_surface(hostile: Any) -> None:
     assert "all match" in replayed.out
     verified = hostile.assay("ledger", "verify")
     _clean(verified, "ledger verify", 0)
+
+
+@pytest.mark.parametrize(("case_id", "why"), [
+    ("esc \x1b[31m", "no control characters"),
+    ("nul \x00", "no control characters"),
+    ("x" * 201, "at most 200 characters"),
+])
+def test_a_case_id_that_no_store_or_surface_can_hold_is_refused_at_load(
+        project: Any, case_id: str, why: str) -> None:
+    project.write("evals/a.py", "def agent(input):\n    return input\n")
+    project.write("evals/ids.suite.yaml", f"""
+        suite: fuzz/ids@1
+        target: python:a:agent
+        cases:
+          - {{id: fine, input: x, expect: [status: ok]}}
+          - id: {_y(case_id)}
+            input: x
+            expect: [status: ok]
+        """)
+    for command in ("list", "run"):
+        done = project.assay(command)
+        _clean(done, command, 2)
+        assert "ids.suite.yaml:5:" in done.err and why in done.err
 
 
 def test_a_harness_failure_quoting_hostile_text_is_shown_inert(project: Any) -> None:

@@ -14,7 +14,7 @@ from assay.model import Case, Evidence, Report, SuiteRef, TargetRef, Verdict
 from assay.reports import markdown, write_json, write_junit
 from assay.reports.emit import ReportFiles, emit
 
-from ..fuzz_corpus import HOSTILE, HOSTILE_ENCODABLE, MEGABYTE, assert_inert
+from ..fuzz_corpus import HOSTILE, MEGABYTE, NAME, assert_inert
 
 CANARY = "CANARY-e817"
 
@@ -24,9 +24,9 @@ def hostile_report() -> Report:
     note = Verdict(assertion="equals $.out", check="equals", outcome="fail",
                    evidence=Evidence.OBSERVED, note=HOSTILE + MEGABYTE)
     cases = [
-        fold_case(Case(id="id " + HOSTILE_ENCODABLE), [fold_trial(1, [note])]),
+        fold_case(Case(id="id " + NAME), [fold_trial(1, [note])]),
         fold_case(Case(id="broken"), [fold_trial(1, [], broken=True, reason=HOSTILE)]),
-        fold_case(Case(id=CANARY + HOSTILE_ENCODABLE, split="hidden"),
+        fold_case(Case(id=CANARY + NAME, split="hidden"),
                   [fold_trial(1, [note.model_copy(update={"note": CANARY})])]),
     ]
     info = RunInfo(run_id="run-1", suite=SuiteRef(id="fuzz/x@1", digest="sha256:a"),

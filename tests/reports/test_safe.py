@@ -96,3 +96,15 @@ def test_markdown_of_the_corpus() -> None:
     assert markdown_code("a `b` c") == "``a `b` c``"
     assert markdown_code("`x`") == "`` `x` ``"
     assert markdown_code("plain") == "`plain`"
+
+
+def test_the_progress_bar_shows_a_label_as_written() -> None:
+    from assay.reports.progress import BatteryProgress
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=200)
+    with BatteryProgress(console, "[/INST] " + ANSI["csi"], total=2) as progress:
+        progress.trial_done("pass")
+        progress.trial_done("fail")
+    assert progress.counts == {"pass": 1, "fail": 1}
+    assert "[/INST] ␛[31mred␛[0m" in buffer.getvalue()

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .evidence import Evidence
-from .storable import storable_text
+from .storable import storable_note
 from .trace import Trace, Usage
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -29,6 +29,12 @@ class Verdict(BaseModel):
     provenance: str = ""
     threshold: float | None = None
 
+    @field_validator("note")
+    @classmethod
+    def _storable_note(cls, value: str) -> str:
+        # A note may quote the agent (a grader's, a check's) (model/storable.py).
+        return storable_note(value)
+
 
 class TrialResult(BaseModel):
     """One execution of one case: its trace and the verdicts on it."""
@@ -47,7 +53,7 @@ class TrialResult(BaseModel):
     @classmethod
     def _storable_reason(cls, value: str | None) -> str | None:
         # A broken trial's reason quotes the agent's exception (model/storable.py).
-        return value if value is None else storable_text(value)
+        return value if value is None else storable_note(value)
 
 
 class RateSummary(BaseModel):

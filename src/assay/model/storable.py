@@ -15,6 +15,9 @@ trace rather than the agent's grade, so they are tamed where a trace is made
   text (``contains``, ``not_contains``) still see everything the agent said.
 
 Both are no-ops for ordinary output, which is returned as the same object.
+A trace is stored as JSON, which writes a NUL as ``\\u0000``; a trial's reason
+and a verdict's note are stored as text columns, where PostgreSQL refuses a
+NUL: :func:`storable_note` shows it as "␀" there.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ def storable_text(text: str) -> str:
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
     return _SURROGATE.sub("\ufffd", text)
+
+
+def storable_note(text: str) -> str:
+    """A reason or a note as any store's text column holds it: storable, a NUL shown as "␀"."""
+    text = storable_text(text)
+    return text.replace("\x00", "\u2400") if "\x00" in text else text
 
 
 def storable_json(value: Any, depth: int = MAX_DEPTH) -> Any:

@@ -10,9 +10,9 @@ trace rather than the agent's grade, so they are tamed where a trace is made
 - Nesting deeper than ``MAX_DEPTH`` levels is past what the store reads back
   (pydantic's JSON parser stops near 200 levels), what JSONPath's recursive
   descent walks (100) and what recursive code (canonical JSON, the stdlib
-  encoder) survives. The part below the
-  limit is kept as its JSON text behind ``CUT_NOTE``, so checks that read
-  text (``contains``, ``not_contains``) still see everything the agent said.
+  encoder) survives. The part below the limit is kept as its JSON text
+  behind ``CUT_NOTE``, so checks that read text (``contains``,
+  ``not_contains``) still see everything the agent said.
 
 Both are no-ops for ordinary output, which is returned as the same object.
 A trace is stored as JSON, which writes a NUL as ``\\u0000``; a trial's reason

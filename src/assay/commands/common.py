@@ -17,8 +17,14 @@ EXIT_PASSED, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
 
 
 def fail(error: AssayError) -> None:
-    """Print an assay error (no traceback) and exit with its code."""
-    click.echo(f"assay: error: {error}", err=True)
+    """Print an assay error (no traceback) and exit with its code.
+
+    The message may quote a file, a suite author's text or an agent's
+    exception: it is shown inert (reports/safe.py).
+    """
+    from ..reports.safe import inert
+
+    click.echo(f"assay: error: {inert(error)}", err=True)
     sys.exit(error.exit_code)
 
 

@@ -22,6 +22,7 @@ def erase(subject: str, run_id: str | None, db: str | None) -> None:
     hash stay, and one `erasure` entry records what went, naming the subject
     by digest only. Exit 2 when nothing matches.
     """
+    from ..reports.safe import inert
     from ..store.database import open_store
     from ..store.erasure import erase as erase_subject
     from ..store.keys import signing_key
@@ -38,11 +39,11 @@ def erase(subject: str, run_id: str | None, db: str | None) -> None:
         return
     if done.entry is None:
         # Erasing is idempotent: what was asked for already holds, so exit 0.
-        click.echo(f"erase: nothing left to erase of subject {subject} (already erased); "
-                   "no ledger entry recorded")
+        click.echo(inert(f"erase: nothing left to erase of subject {subject} (already erased); "
+                         "no ledger entry recorded"))
         return
-    click.echo(f"erased: {len(done.digests)} content(s) of subject {subject} in "
-               f"{len(done.runs)} run(s); ledger entry {done.entry.index}")
+    click.echo(inert(f"erased: {len(done.digests)} content(s) of subject {subject} in "
+                     f"{len(done.runs)} run(s); ledger entry {done.entry.index}"))
     if not done.scrubbed:
         click.echo("assay: warning: the database could not be compacted after the erasure; "
                    "erased content may linger in its free space until reused "

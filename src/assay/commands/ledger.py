@@ -54,7 +54,9 @@ def ledger_verify(db: str | None, head_file: Path | None) -> None:
         fail(error)
         return
     if not result.ok:
-        click.echo(f"ledger: {result.reason}")
+        from ..reports.safe import inert
+
+        click.echo(inert(f"ledger: {result.reason}"))  # may quote a stored (edited) row
         sys.exit(EXIT_NOT_PASSED)
     erased = f" ({len(result.absent)} with content erased)" if result.absent else ""
     heads = f", {result.heads} head{'s' if result.heads != 1 else ''}"

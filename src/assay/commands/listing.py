@@ -25,21 +25,29 @@ def list_(paths: tuple[Path, ...], hidden_dir: Path | None) -> None:
     """
     from rich.console import Console
 
+    from ..reports.safe import shown
+
     try:
         loaded = load_suites(paths, hidden_dir, ())
     except AssayError as error:
         fail(error)
         return
     out = Console(file=sys.stdout, highlight=False)
+    # Titles, paths, targets, case ids and tags are the suite author's text:
+    # shown inert (reports/safe.py), never parsed as markup.
     for item in loaded:
         suite = item.suite
         hidden = len(suite.hidden_cases())
         source = f", {item.hidden_source}" if item.hidden_source else ""
-        out.print(f"[bold]{suite.id}[/]  {suite.title or ''}")
-        out.print(f"  file {item.path} · target {suite.target or '(none: give --target)'} · "
-                  f"{suite.trials} trial(s) · pass mark {suite.pass_mark:g}")
-        out.print(f"  {len(suite.public_cases())} public case(s), {hidden} hidden{source}")
+        out.print(shown(suite.id, "bold").append("  ").append_text(
+            shown(suite.title or "", one_line=True)))
+        out.print(shown(f"  file {item.path} · target {suite.target or '(none: give --target)'} · "
+                        f"{suite.trials} trial(s) · pass mark {suite.pass_mark:g}", one_line=True))
+        out.print(f"  {len(suite.public_cases())} public case(s), {hidden} hidden{source}",
+                  markup=False)
         for case in suite.public_cases():
-            tags = f"  [dim]{' '.join(case.tags)}[/]" if case.tags else ""
-            out.print(f"    {case.id}  ({len(case.expect)} assertion(s)){tags}")
+            line = shown(f"    {case.id}  ({len(case.expect)} assertion(s))", one_line=True)
+            if case.tags:
+                line.append("  ").append_text(shown(" ".join(case.tags), "dim", one_line=True))
+            out.print(line)
 

@@ -45,6 +45,7 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
 
     from ..errors import UsageError
     from ..grading import redact
+    from ..reports.safe import inert, json_text
     from ..store import receipts
     from ..store.database import open_store
     from ..store.documents import summary
@@ -83,16 +84,16 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     # tampered ledger yields no receipt rather than one that does not verify.
     check = receipts.verify(built)
     if not check.ok:
-        click.echo(f"receipt: the stored ledger does not hold ({check.reason}); "
-                   "run `assay ledger verify`")
+        click.echo(inert(f"receipt: the stored ledger does not hold ({check.reason}); "
+                         "run `assay ledger verify`"))
         sys.exit(EXIT_NOT_PASSED)
-    text = json.dumps(built, indent=2, ensure_ascii=False) + "\n"
+    text = json_text(built) + "\n"
     if out is None:
         click.echo(text, nl=False)
     else:
         out.write_text(text, encoding="utf-8")
-        click.echo(f"receipt: {out} (run {run_id}, entry {sealed.index}, "
-                   f"signed by key {built['key']['fingerprint']})")
+        click.echo(inert(f"receipt: {out} (run {run_id}, entry {sealed.index}, "
+                         f"signed by key {built['key']['fingerprint']})"))
 
 
 @receipt.command(name="verify")
@@ -116,7 +117,9 @@ def receipt_verify(file: Path, pin: str | None) -> None:
         sys.exit(EXIT_NOT_PASSED)
     result = receipts.verify(data, pin)
     if not result.ok:
-        click.echo(f"receipt: {result.reason}")
+        from ..reports.safe import inert
+
+        click.echo(inert(f"receipt: {result.reason}"))  # may quote the file's own text
         sys.exit(EXIT_NOT_PASSED)
     pinned = "pinned" if result.pinned else "not pinned"
     click.echo(f"receipt verifies: signed by key {result.fingerprint} ({pinned})")

@@ -23,9 +23,8 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
     cases are named holdout-N
     and their assertions by position only.
     """
-    import json
-
     from ..analysis.replay import replay as regrade
+    from ..reports.safe import inert, json_text
     from ..store.database import open_store
     from ..store.replaying import load_run_ledger
 
@@ -41,17 +40,18 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
         fail(error)
         return
     if as_json:
-        click.echo(json.dumps({
+        click.echo(json_text({
             "run_id": result.run_id, "trials": result.trials, "verdicts": result.verdicts,
             "cases": result.cases, "ledger_entries": result.entries, "ok": result.ok,
             "differences": [d.to_json() for d in result.differences],
             "not_replayable": [u.to_json() for u in result.unreplayable],
-        }, indent=2, ensure_ascii=False))
+        }))
     else:
+        # A difference quotes stored ids and notes: not ours, shown inert.
         for d in result.differences:
-            click.echo(d.line)
+            click.echo(inert(d.line))
         for u in result.unreplayable:
-            click.echo(u.line)
+            click.echo(inert(u.line))
         summary = (f"replay: {result.verdicts} verdicts re-graded, {result.cases} cases "
                    f"recomputed, {result.entries} ledger entries compared")
         if result.ok:

@@ -150,33 +150,27 @@ def _run(options: RunOptions) -> int:
 
 def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console) -> int:
     from ..grading import redact
-    from ..reports import write_json, write_junit, write_markdown
-    from ..reports.terminal import print_report, print_side_by_side
+    from ..reports.emit import ReportFiles, emit
+    from ..reports.safe import shown
 
     reports = []
     harness_failed = False
     for result in results:
         if result.harness_failure is not None:
-            err.print(f"[bold magenta]harness failure[/] ({result.suite_id}): "
-                      f"{result.harness_failure}", markup=True, highlight=False)
+            # The failure's text is not ours (a module's exception, a server's reply).
+            err.print(shown("harness failure", "bold magenta")
+                      .append(f" ({result.suite_id}): ").append_text(shown(result.harness_failure)))
             harness_failed = True
             continue
         assert result.report is not None
-        report = redact(result.report)
-        reports.append(report)
-        print_report(out, report)
-        out.print()
+        reports.append(redact(result.report))
         if result.interrupted:
             err.print("[yellow]interrupted: the trials that finished are reported[/]")
-    if len(reports) > 1:
-        print_side_by_side(out, reports)
-    if reports:
-        if options.json_path:
-            write_json(reports, options.json_path)
-        if options.junit_path:
-            write_junit(reports, options.junit_path)
-        if options.markdown_path:
-            write_markdown(reports, options.markdown_path)
+    # Files first, then the terminal, each reporter on its own (reports/emit.py);
+    # a report that could not be written is the harness's failure (exit 3).
+    files = ReportFiles(options.json_path, options.junit_path, options.markdown_path)
+    if reports and not emit(reports, files, out, err):
+        harness_failed = True
     if harness_failed:
         return EXIT_HARNESS
     return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED

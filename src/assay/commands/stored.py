@@ -22,9 +22,9 @@ def runs(db: str | None, as_json: bool) -> None:
     finishes it.
     """
     import dataclasses
-    import json
 
     from ..reports.common import pct
+    from ..reports.safe import inert, json_text
     from ..store.database import open_store
 
     try:
@@ -35,19 +35,21 @@ def runs(db: str | None, as_json: bool) -> None:
         fail(error)
         return
     if as_json:
-        click.echo(json.dumps([dataclasses.asdict(s) for s in summaries], indent=2))
+        click.echo(json_text([dataclasses.asdict(s) for s in summaries]))
         return
+    # What the store holds is shown inert: a target URI is the user's text.
     for s in summaries:
         if s.status == "open":
-            click.echo(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
-                       f"open: stopped part-way or still running (assay run --resume {s.run_id})")
+            click.echo(inert(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
+                             "open: stopped part-way or still running "
+                             f"(assay run --resume {s.run_id})", one_line=True))
             continue
         verdict = "passed" if s.passed else "NOT PASSED"
         if s.interrupted:
             verdict += " (interrupted)"
-        click.echo(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
-                   f"public {pct(s.public)} · hidden {pct(s.hidden)} · "
-                   f"overall {pct(s.overall)}  {verdict}")
+        click.echo(inert(f"{s.run_id}  {s.suite_id}  {s.target_uri}  {s.started_at}  "
+                         f"public {pct(s.public)} · hidden {pct(s.hidden)} · "
+                         f"overall {pct(s.overall)}  {verdict}", one_line=True))
 
 
 @click.command()
@@ -60,12 +62,12 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
 
     As `assay run` printed them; hidden cases appear as holdout-N only.
     """
-    import json
 
     from rich.console import Console
 
     from ..grading import redact
     from ..reports.json_report import as_json as report_json
+    from ..reports.safe import json_text
     from ..reports.terminal import print_report
     from ..store.database import open_store
 
@@ -77,7 +79,7 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
         fail(error)
         return
     if as_json:
-        click.echo(json.dumps(report_json(report), indent=2, ensure_ascii=False))
+        click.echo(json_text(report_json(report)))
         return
     print_report(Console(file=sys.stdout, highlight=False), report)
 

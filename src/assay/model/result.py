@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .evidence import Evidence
+from .storable import storable_note
 from .trace import Trace, Usage
 
 Outcome = Literal["pass", "fail", "inconclusive"]
@@ -28,6 +29,12 @@ class Verdict(BaseModel):
     provenance: str = ""
     threshold: float | None = None
 
+    @field_validator("note")
+    @classmethod
+    def _storable_note(cls, value: str) -> str:
+        # A note may quote the agent (a grader's, a check's) (model/storable.py).
+        return storable_note(value)
+
 
 class TrialResult(BaseModel):
     """One execution of one case: its trace and the verdicts on it."""
@@ -41,6 +48,12 @@ class TrialResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     verdicts: list[Verdict] = Field(default_factory=list)
     trace: Trace | None = Field(default=None, exclude=True)
+
+    @field_validator("reason")
+    @classmethod
+    def _storable_reason(cls, value: str | None) -> str | None:
+        # A broken trial's reason quotes the agent's exception (model/storable.py).
+        return value if value is None else storable_note(value)
 
 
 class RateSummary(BaseModel):

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .evidence import Evidence
 
 SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*@[0-9]+$")
+#: Longest case id: what every store holds (its column is 200 characters).
+MAX_CASE_ID = 200
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 #: Keys that modify an assertion rather than name it.
 MODIFIERS = ("path", "min_evidence", "threshold")
@@ -93,6 +96,18 @@ class Case(BaseModel):
     invocation: Literal["automatic", "explicit", "none"] | None = None
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _case_id(cls, value: str) -> str:
+        # A case id is a name, shown on every surface and stored as a key
+        # (docs/decisions/0021-hostile-output.md); markup and any printable text are fine.
+        if len(value) > MAX_CASE_ID:
+            raise ValueError(f"a case id is at most {MAX_CASE_ID} characters "
+                             f"(this one has {len(value)})")
+        if _CONTROL.search(value):
+            raise ValueError("a case id holds no control characters (newline, tab, escape, NUL…)")
+        return value
 
     @field_validator("expect", mode="before")
     @classmethod

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .evidence import Evidence
+from .storable import storable_json, storable_text
 
 Status = Literal["ok", "error", "refused", "timeout"]
 EventKind = Literal["message", "tool_call", "tool_result", "ask", "answer", "skill", "error"]
@@ -25,6 +26,18 @@ class Event(BaseModel):
     call_id: str | None = None
     is_error: bool = False
     t: float | None = None
+
+    # What an agent said or sent is made storable here, where every target's
+    # events are made (model/storable.py).
+    @field_validator("arguments", "result")
+    @classmethod
+    def _storable_value(cls, value: Any) -> Any:
+        return storable_json(value)
+
+    @field_validator("name", "text")
+    @classmethod
+    def _storable_text(cls, value: str | None) -> str | None:
+        return value if value is None else storable_text(value)
 
 
 class Usage(BaseModel):
@@ -67,6 +80,21 @@ class Trace(BaseModel):
     stdout: str = ""
     facets: dict[str, str] = Field(default_factory=dict)
     evidence: dict[str, Evidence] = Field(default_factory=dict)
+
+    @field_validator("output")
+    @classmethod
+    def _storable_output(cls, value: Any) -> Any:
+        return storable_json(value)
+
+    @field_validator("error", "stdout")
+    @classmethod
+    def _storable_text(cls, value: str | None) -> str | None:
+        return value if value is None else storable_text(value)
+
+    @field_validator("facets")
+    @classmethod
+    def _storable_facets(cls, value: dict[str, str]) -> dict[str, str]:
+        return {storable_text(k): storable_text(v) for k, v in value.items()}
 
     def evidence_for(self, fact: str) -> Evidence:
         """The evidence this trace carries for ``fact`` (unavailable if unstated)."""

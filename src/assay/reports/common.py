@@ -1,6 +1,9 @@
-"""What every renderer shows the same way: outcomes, numbers, a case's reason."""
+"""What every renderer shares: outcomes, numbers, a case's reason, writing its file."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from ..model import CaseResult, HoldoutResult, Report
 
@@ -33,3 +36,19 @@ def verdict_line(report: Report) -> str:
     if s.overall is None:
         reasons.append("no cases")
     return "NOT PASSED: " + "; ".join(reasons or ["see cases"])
+
+
+def write_file(path: Path, data: str | bytes) -> None:
+    """Write a report file whole or not at all: into a temporary file beside it, then renamed.
+
+    A reporter that fails part-way leaves the file it was asked for as it
+    was (absent, or the previous run's), never half written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = data.encode("utf-8") if isinstance(data, str) else data
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(body)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)

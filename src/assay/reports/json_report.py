@@ -9,10 +9,14 @@ branch.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from ..model import Report
+from .common import write_file
 
 # JSON allows these raw inside strings, but Python's str.splitlines() (and some
 # editors) break lines at them; escaped, a report stays on its one line.
@@ -26,7 +30,13 @@ def as_json(report: Report) -> dict[str, Any]:
 
 def report_line(report: Report) -> str:
     """One run's report as one line of JSON, without the newline."""
-    text = report.model_dump_json(by_alias=True)
+    try:
+        text = report.model_dump_json(by_alias=True)
+    except PydanticSerializationError:
+        # Text UTF-8 cannot hold (a lone surrogate, say in a case id) is written
+        # as a \uXXXX escape by the stdlib instead of losing the file.
+        text = json.dumps(report.model_dump(mode="json", by_alias=True),
+                          separators=(",", ":"))
     for raw, escaped in _LINE_BREAKS.items():
         if raw in text:
             text = text.replace(raw, escaped)
@@ -34,6 +44,5 @@ def report_line(report: Report) -> str:
 
 
 def write_json(reports: list[Report], path: Path) -> None:
-    """Write each run's report to ``path``, one line each (pydantic's serializer: fast)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(report_line(report) + "\n" for report in reports), encoding="utf-8")
+    """Write each run's report to ``path``, one line each, whole or not at all."""
+    write_file(path, "".join(report_line(report) + "\n" for report in reports))

@@ -1,4 +1,9 @@
-"""``--junit FILE``: JUnit XML, one testcase per case; hidden ones carry no content."""
+"""``--junit FILE``: JUnit XML, one testcase per case; hidden ones carry no content.
+
+XML 1.0 has no form for most control characters (not even escaped), so
+every text that is not ours goes through ``safe.inert`` first: the file stays
+well-formed whatever an agent wrote.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,17 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..model import CaseResult, HoldoutResult, Report
+from .common import write_file
+from .safe import inert
 
 
 def junit_tree(reports: list[Report]) -> ET.ElementTree:
-    """``<testsuites>`` with one ``<testsuite>`` per run.
+    """``<testsuites>`` with one ``<testsuite>`` per run (see ``junit_root``)."""
+    return ET.ElementTree(junit_root(reports))
+
+
+def junit_root(reports: list[Report]) -> ET.Element:
+    """The ``<testsuites>`` element, one ``<testsuite>`` per run.
 
     fail → ``<failure>``, broken → ``<error>``, inconclusive → ``<failure
     type="inconclusive">``: an undecided case must not read as a pass in CI.
@@ -19,7 +31,7 @@ def junit_tree(reports: list[Report]) -> ET.ElementTree:
         cases = report.cases
         suite = ET.SubElement(
             root, "testsuite",
-            name=f"{report.suite.id} [{report.target.uri}]",
+            name=inert(f"{report.suite.id} [{report.target.uri}]"),
             tests=str(len(cases)),
             failures=str(sum(c.outcome in ("fail", "inconclusive") for c in cases)),
             errors=str(sum(c.outcome == "broken" for c in cases)),
@@ -30,7 +42,7 @@ def junit_tree(reports: list[Report]) -> ET.ElementTree:
         for case in cases:
             _testcase(suite, report, case)
     ET.indent(root)
-    return ET.ElementTree(root)
+    return root
 
 
 def _duration(report: Report) -> float:
@@ -38,7 +50,8 @@ def _duration(report: Report) -> float:
 
 
 def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResult) -> None:
-    element = ET.SubElement(parent, "testcase", classname=report.suite.id, name=case.id)
+    element = ET.SubElement(parent, "testcase", classname=inert(report.suite.id),
+                            name=inert(case.id))
     if isinstance(case, HoldoutResult):
         if case.outcome != "pass":
             tag = "error" if case.outcome == "broken" else "failure"
@@ -48,7 +61,8 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
     if case.outcome == "pass":
         return
     tag = "error" if case.outcome == "broken" else "failure"
-    detail = ET.SubElement(element, tag, type=case.outcome, message=case.reason or case.outcome)
+    detail = ET.SubElement(element, tag, type=case.outcome,
+                           message=inert(case.reason or case.outcome))
     lines = []
     for trial in case.trials:
         lines.append(f"trial {trial.n}: {trial.outcome}" + (f" — {trial.reason}" if trial.reason
@@ -56,10 +70,9 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
         for verdict in trial.verdicts:
             if verdict.outcome != "pass":
                 lines.append(f"  {verdict.outcome}: {verdict.assertion}: {verdict.note}")
-    detail.text = "\n".join(lines)
+    detail.text = inert("\n".join(lines))
 
 
 def write_junit(reports: list[Report], path: Path) -> None:
     """Write JUnit XML to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    junit_tree(reports).write(path, encoding="utf-8", xml_declaration=True)
+    write_file(path, ET.tostring(junit_root(reports), encoding="utf-8", xml_declaration=True))

@@ -1,15 +1,19 @@
-"""``--markdown FILE``: a summary for a CI page."""
+"""``--markdown FILE``: a summary for a CI page.
+
+Ids, URIs and reasons are not ours: they are escaped (``safe.markdown_text``)
+so that they cannot end a table cell, open a link or an image, or become HTML.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..model import CaseResult, Report
-from .common import pct, verdict_line, why
+from .common import pct, verdict_line, why, write_file
+from .safe import markdown_code, markdown_text
 
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+#: Characters of a reason a table cell shows (the JSON report has all of it).
+MAX_WHY = 500
 
 
 def markdown(reports: list[Report]) -> str:
@@ -18,9 +22,9 @@ def markdown(reports: list[Report]) -> str:
     for report in reports:
         s = report.scores
         out += [
-            f"## {report.suite.id} — `{report.target.uri}`",
+            f"## {markdown_text(report.suite.id)} — {markdown_code(report.target.uri)}",
             "",
-            f"**{verdict_line(report)}** · run `{report.run_id}` · "
+            f"**{verdict_line(report)}** · run {markdown_code(report.run_id)} · "
             f"{report.trials_per_case} trial(s) per case ({report.evidence} evidence)",
             "",
             "| public | hidden | overall | pass mark | cost (USD) |",
@@ -30,19 +34,19 @@ def markdown(reports: list[Report]) -> str:
             "",
         ]
         if s.flags:
-            out += ["Flags: " + ", ".join(f"`{flag}`" for flag in s.flags), ""]
+            out += ["Flags: " + ", ".join(markdown_code(flag) for flag in s.flags), ""]
         out += ["| case | split | outcome | pass@1 | pass^k | why |", "|---|---|---|---|---|---|"]
         for case in report.cases:
             if isinstance(case, CaseResult):
-                out.append(f"| {_cell(case.id)} | {case.split} | {case.outcome} | "
-                           f"{case.pass_at_1:.2f} | {case.pass_hat_k:.2f} | {_cell(why(case))} |")
+                out.append(f"| {markdown_text(case.id)} | {case.split} | {case.outcome} | "
+                           f"{case.pass_at_1:.2f} | {case.pass_hat_k:.2f} | "
+                           f"{markdown_text(why(case), limit=MAX_WHY)} |")
             else:
-                out.append(f"| {case.id} | hidden | {case.outcome} | | | |")
+                out.append(f"| {markdown_text(case.id)} | hidden | {case.outcome} | | | |")
         out.append("")
     return "\n".join(out)
 
 
 def write_markdown(reports: list[Report], path: Path) -> None:
     """Write the Markdown summary to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown(reports), encoding="utf-8")
+    write_file(path, markdown(reports))

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .safe import inert
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -34,14 +36,15 @@ class BatteryProgress:
             )
 
             self._progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                # The label is a suite id, not ours: shown as plain text, never as markup.
+                TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                 TextColumn("[red]{task.fields[failed]} failed[/] "
                            "[magenta]{task.fields[broken]} broken[/]"),
                 TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                 console=console, transient=True, redirect_stdout=False, redirect_stderr=False,
             )
-            self._task = self._progress.add_task(label, total=total, failed=0, broken=0,
-                                                 rate="")
+            self._task = self._progress.add_task(inert(label, one_line=True), total=total,
+                                                 failed=0, broken=0, rate="")
 
     def __enter__(self) -> BatteryProgress:
         if self._progress is not None:

@@ -1,4 +1,9 @@
-"""The terminal: a table of cases and the score lines, with Rich."""
+"""The terminal: a table of cases and the score lines, with Rich.
+
+Everything that is not ours (suite and case ids, target URIs, reasons that
+quote an agent, run ids read back from the store) goes into the table as an
+inert ``Text`` (``safe.shown``), never into a markup string.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,24 @@ from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
 from .common import pct, verdict_line, why
+from .safe import inert, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "broken": "magenta"}
 MAX_ROWS = 200
+#: Characters of a reason a table cell shows (the JSON report has all of it).
+MAX_WHY = 500
 
 
 def print_report(console: Console, report: Report) -> None:
     """The cases (hidden ones as holdout-N only) and the scores of one run."""
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"{report.suite.id} · {report.target.uri}", title_justify="left",
-                  show_edge=False, pad_edge=False)
+    table = Table(title=shown(f"{report.suite.id} · {report.target.uri}", one_line=True),
+                  title_justify="left", show_edge=False, pad_edge=False)
     table.add_column("case")
     table.add_column("split")
     table.add_column("outcome")
@@ -27,22 +36,25 @@ def print_report(console: Console, report: Report) -> None:
     table.add_column("pass^k", justify="right")
     table.add_column("why", overflow="fold")
     interesting = [c for c in report.cases if c.outcome != "pass"]
-    shown = report.cases if len(report.cases) <= MAX_ROWS else interesting[:MAX_ROWS]
-    for case in shown:
-        outcome = f"[{STYLE[case.outcome]}]{case.outcome}[/]"
+    listed = report.cases if len(report.cases) <= MAX_ROWS else interesting[:MAX_ROWS]
+    for case in listed:
+        outcome = Text(case.outcome, style=STYLE[case.outcome])
+        name = shown(case.id, one_line=True)
         if isinstance(case, CaseResult):
-            table.add_row(case.id, case.split, outcome, f"{case.pass_at_1:.2f}",
-                          f"{case.pass_hat_k:.2f}", why(case))
+            table.add_row(name, case.split, outcome, f"{case.pass_at_1:.2f}",
+                          f"{case.pass_hat_k:.2f}", shown(why(case), one_line=True, limit=MAX_WHY))
         else:
-            table.add_row(case.id, "hidden", outcome, "", "", "")
+            table.add_row(name, "hidden", outcome, "", "", "")
     console.print(table)
-    if len(shown) < len(report.cases):
-        console.print(f"… {len(report.cases) - len(shown)} more case(s) passed, not listed")
+    if len(listed) < len(report.cases):
+        console.print(f"… {len(report.cases) - len(listed)} more case(s) passed, not listed")
     print_scores(console, report)
 
 
 def print_scores(console: Console, report: Report) -> None:
     """Public and hidden side by side, never blended; then the verdict."""
+    from rich.text import Text
+
     s, counts = report.scores, report.counts
     pub, hid = counts["public"], counts["hidden"]
     source = f", {report.suite.hidden_source}" if report.suite.hidden_source else ""
@@ -62,21 +74,25 @@ def print_scores(console: Console, report: Report) -> None:
     console.print(f"cost ${cost.usd:.4f} · {cost.input_tokens} in / {cost.output_tokens} out "
                   f"tokens · run {report.run_id}")
     if s.flags:
-        console.print("flags: " + ", ".join(f"[bold yellow]{f}[/]" for f in s.flags))
+        flags = Text("flags: ")
+        for i, flag in enumerate(s.flags):
+            flags.append(", " if i else "").append(inert(flag), style="bold yellow")
+        console.print(flags)
     style = "bold green" if s.passed else "bold red"
-    console.print(f"[{style}]{verdict_line(report)}[/]")
+    console.print(shown(verdict_line(report), style))
 
 
 def print_side_by_side(console: Console, reports: list[Report]) -> None:
     """Several runs (targets or suites) in one table, one row each."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="runs", title_justify="left", show_edge=False, pad_edge=False)
     for column in ("suite", "target", "public", "hidden", "overall", "cost $", "result"):
         table.add_column(column)
     for r in reports:
         s = r.scores
-        result = "[green]passed[/]" if s.passed else "[red]not passed[/]"
-        table.add_row(r.suite.id, r.target.uri, pct(s.public), pct(s.hidden), pct(s.overall),
-                      f"{r.cost.usd:.4f}", result)
+        result = Text("passed", "green") if s.passed else Text("not passed", "red")
+        table.add_row(shown(r.suite.id, one_line=True), shown(r.target.uri, one_line=True),
+                      pct(s.public), pct(s.hidden), pct(s.overall), f"{r.cost.usd:.4f}", result)
     console.print(table)

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Status, Trace
+from ..model.storable import storable_json
 from .base import TargetOptions, TrialBroken, TrialRequest, evidence
 from .capture import captured
 from .capture import sink as _sink
@@ -41,7 +42,9 @@ def _json_output(value: Any) -> Any:
     if isinstance(value, _BASIC):
         return value
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
+        # Nesting past what a trace keeps becomes text first: the round trip
+        # below would otherwise break the trial on a RecursionError.
+        return json.loads(json.dumps(storable_json(value), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise TrialBroken(f"agent returned a value that is not JSON ({type(value).__name__}): "
                           f"{exc}") from None

@@ -12,6 +12,7 @@ from ..checks.values import same
 from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
+from ..model.storable import storable_json
 
 
 def json_value(value: Any, what: str) -> Any:
@@ -21,7 +22,9 @@ def json_value(value: Any, what: str) -> Any:
     if isinstance(value, float) and math.isfinite(value):
         return value
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
+        # Nesting past what a trace keeps becomes text first (model/storable.py):
+        # the round trip would otherwise raise RecursionError into the agent.
+        return json.loads(json.dumps(storable_json(value), allow_nan=False))
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be JSON values, not {type(value).__name__}") from None
 

@@ -1,0 +1,123 @@
+"""What a trace may hold: text every encoder accepts, nesting every reader accepts.
+
+An agent's output is not ours. Two things in it break what comes after the
+trace rather than the agent's grade, so they are tamed where a trace is made
+(docs/decisions/0021-hostile-output.md):
+
+- A lone surrogate (``"\\ud800"``, from a Python string or a JSON ``\\u``
+  escape) cannot be encoded as UTF-8: the store, the ledger's canonical JSON
+  and every report would refuse the trial. Each becomes U+FFFD.
+- Nesting deeper than ``MAX_DEPTH`` levels is past what the store reads back
+  (pydantic's JSON parser stops near 200 levels), what JSONPath's recursive
+  descent walks (100) and what recursive code (canonical JSON, the stdlib
+  encoder) survives. The part below the limit is kept as its JSON text
+  behind ``CUT_NOTE``, so checks that read text (``contains``,
+  ``not_contains``) still see everything the agent said.
+
+Both are no-ops for ordinary output, which is returned as the same object.
+A trace is stored as JSON, which writes a NUL as ``\\u0000``; a trial's reason
+and a verdict's note are stored as text columns, where PostgreSQL refuses a
+NUL: :func:`storable_note` shows it as "␀" there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+#: Containers an output (or a tool call's arguments) may nest before the rest is kept as text.
+MAX_DEPTH = 64
+#: What the text kept in place of a too-deep part begins with.
+CUT_NOTE = f"<assay: nested deeper than {MAX_DEPTH} levels, kept as JSON text> "
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (the same object when it has none)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def storable_note(text: str) -> str:
+    """A reason or a note as any store's text column holds it: storable, a NUL shown as "␀"."""
+    text = storable_text(text)
+    return text.replace("\x00", "\u2400") if "\x00" in text else text
+
+
+def storable_json(value: Any, depth: int = MAX_DEPTH) -> Any:
+    """``value`` with storable strings and at most ``depth`` levels of lists and objects.
+
+    Containers other than ``dict``/``list``/``tuple`` and scalars are left as
+    they are (a Python agent's output is checked for being JSON afterwards).
+    """
+    kind = type(value)
+    if kind is str:
+        return storable_text(value)
+    if kind is dict or kind is list or kind is tuple:
+        if depth <= 0:
+            return CUT_NOTE + _flat_json(value)
+        if kind is dict:
+            changed = False
+            items = {}
+            for key, item in value.items():
+                new_key = storable_text(key) if type(key) is str else key
+                new_item = storable_json(item, depth - 1)
+                changed = changed or new_key is not key or new_item is not item
+                items[new_key] = new_item
+            return items if changed else value
+        seq = [storable_json(item, depth - 1) for item in value]
+        if any(new is not old for new, old in zip(seq, value, strict=True)):
+            return seq
+        return value
+    return value
+
+
+class _Raw(str):
+    """A piece of JSON text already written (a bracket, a separator, a key)."""
+
+
+def _flat_json(value: Any) -> str:
+    """Compact JSON text of ``value`` at any depth, without recursion.
+
+    Raises ``TypeError`` for a value JSON has no form for, like ``json.dumps``.
+    """
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is _Raw:
+            parts.append(item)
+        elif isinstance(item, dict):
+            stack.append(_Raw("}"))
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                key, child = entries[index]
+                stack.append(child)
+                prefix = "," if index else ""
+                stack.append(_Raw(prefix + json.dumps(_key(key), ensure_ascii=False) + ":"))
+            parts.append("{")
+        elif isinstance(item, list | tuple):
+            stack.append(_Raw("]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append(item[index])
+                if index:
+                    stack.append(_Raw(","))
+            parts.append("[")
+        elif isinstance(item, str):
+            parts.append(json.dumps(storable_text(item), ensure_ascii=False))
+        else:
+            parts.append(json.dumps(item, allow_nan=False))
+    return "".join(parts)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return storable_text(key)
+    if isinstance(key, bool) or key is None:
+        return json.dumps(key)
+    if isinstance(key, int | float):
+        return json.dumps(key, allow_nan=False)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")

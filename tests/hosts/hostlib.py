@@ -19,6 +19,7 @@ import asyncio
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,20 @@ class Host:
         trace = asyncio.run(go())
         self.traces.append(trace)
         return trace
+
+    def fake_cli(self, name: str, version_line: str) -> Path:
+        """An executable that answers every command with one line (a ``--version`` line)."""
+        path = self.root / "fake-bin" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"#!/bin/sh\necho {shlex.quote(version_line)}\n")
+        path.chmod(0o755)
+        return path
+
+    def assay_run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``assay run`` in this test's folder, as a user runs it."""
+        return subprocess.run([sys.executable, "-m", "assay", "run", *args], cwd=self.root,
+                              env={**os.environ, "COLUMNS": "200"}, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
 
     def leftovers(self) -> list[int]:
         """Processes still running that carry this test's marker in their environment."""

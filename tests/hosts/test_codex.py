@@ -252,3 +252,40 @@ def test_a_missing_or_too_old_cli_is_a_harness_failure(codex: Host,
 def test_flags_assay_sets_itself_are_refused_in_the_uri(codex: Host, flag: str) -> None:
     with pytest.raises(UsageError, match=shlex.quote(flag)):
         codex.target(f"codex {flag} x")
+
+
+@pytest.mark.parametrize(("line", "refusal"), [
+    ("codex-cli 0.146.9", "codex 0.146.9 is too old; assay reads the event stream of "
+                          "0.147.0 or later"),
+    ("codex-cli 0.148.0-alpha.3", "codex 0.148.0-alpha.3 is a prerelease"),
+])
+def test_a_cli_too_old_or_a_prerelease_is_refused_naming_its_version(
+        codex: Host, monkeypatch: pytest.MonkeyPatch, line: str, refusal: str) -> None:
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", line)))
+    with pytest.raises(HarnessFailure) as caught:
+        asyncio.run(codex.target("codex").start())
+    assert refusal in str(caught.value)
+
+
+def test_the_oldest_supported_cli_passes_the_version_check(
+        codex: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in's `login status` exits 0: every check passes, and the version is kept.
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", "codex-cli 0.147.0")))
+    target = codex.target("codex")
+    asyncio.run(target.start())
+    assert target.facets["host_version"] == "0.147.0"
+
+
+def test_a_prerelease_cli_stops_assay_run_with_exit_3(
+        codex: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", "codex-cli 0.148.0-alpha.3")))
+    (codex.root / "hi.suite.yaml").write_text(textwrap.dedent("""\
+        suite: hosts/codex.version@1
+        target: codex
+        cases:
+          - {id: hi, input: Say hi., expect: [status: ok]}
+        """))
+    done = codex.assay_run(".", "--no-store")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "codex 0.148.0-alpha.3 is a prerelease" in done.stdout + done.stderr
+    assert codex.stub.model_calls() == []

@@ -40,9 +40,9 @@ class ClaudeTarget(CliHost):
 
     name = "claude"
     binary_env = "ASSAY_CLAUDE_BIN"
-    # The line this adapter was written and checked against (2.1.332): its
-    # stream fields and ``auth status --json``. Older is refused, not misread.
-    minimum = (2, 1, 0)
+    # Written and checked against 2.1.332; 2.1.232 is the oldest whose stream
+    # fields and ``auth status --json`` it reads. Older is refused, not misread.
+    minimum = (2, 1, 232)
     install_hint = ("install Claude Code (https://docs.claude.com/claude-code) or name the "
                     "executable in ASSAY_CLAUDE_BIN")
     reserved = frozenset({"-p", "--print", "--output-format", "--input-format", "--verbose",

@@ -41,9 +41,9 @@ class CodexTarget(CliHost):
 
     name = "codex"
     binary_env = "ASSAY_CODEX_BIN"
-    # The version this adapter was checked against: its item types, its session
-    # record, the --disable features. Older is refused, not misread.
-    minimum = (0, 163, 0)
+    # Written and checked against 0.163.0; 0.147.0 is the oldest whose item
+    # types, session record and --disable features it reads. Older is refused.
+    minimum = (0, 147, 0)
     install_hint = ("install Codex (npm install -g @openai/codex) or name the executable in "
                     "ASSAY_CODEX_BIN")
     reserved = frozenset({"exec", "e", "--json", "--experimental-json", "--ephemeral",

@@ -30,6 +30,9 @@ class TargetOptions:
     concurrency: int = 8
     #: ``--base-url``: the OpenAI-compatible server of ``openai:`` targets.
     base_url: str | None = None
+    #: The suite's ``call:``, when known before ``start()``: an MCP target checks at
+    #: start that the server offers ``call.tool`` (else it checks at the first trial).
+    call: dict[str, Any] | None = None
 
 
 class TrialBroken(Exception):

@@ -105,9 +105,10 @@ class Host:
         return make_target(uri, TargetOptions(base_dir=self.root, concurrency=2))
 
     def run(self, uri: str, prompt: Any, *, fixture: Path | None = None,
-            model: str | None = None, timeout_s: float = 60.0) -> Trace:
-        """Start the target, run one trial of a case with this input, close it."""
-        case = Case(id="c1", input=prompt, model=model)
+            model: str | dict[str, str] | None = None,
+            effort: str | dict[str, str] | None = None, timeout_s: float = 60.0) -> Trace:
+        """Start the target, run one trial of a case with this input (and pins), close it."""
+        case = Case(id="c1", input=prompt, model=model, effort=effort, invocation="automatic")
         request = TrialRequest(case=case, n=1, timeout_s=timeout_s, fixture=fixture)
         target = self.target(uri)
 

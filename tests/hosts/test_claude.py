@@ -186,6 +186,20 @@ def test_the_case_model_pin_reaches_the_cli(claude: Host) -> None:
     assert trace.facets["model"] == "claude-pinned-test-model"
 
 
+def test_a_per_host_model_map_and_an_effort_pin_reach_the_cli(claude: Host) -> None:
+    claude.stub.reply("ok", "ok")
+    trace = claude.run("claude --model claude-uri-model --effort low", "hi",
+                       model={"claude": "claude-mapped", "codex": "gpt-x"}, effort="high")
+    body = claude.stub.model_calls()[0]
+    assert (body["model"], body["output_config"]["effort"]) == ("claude-mapped", "high")
+    assert (trace.facets["model"], trace.facets["effort"]) == ("claude-mapped", "high")
+    assert trace.facets["invocation"] == "automatic"
+    assert "model_pin" not in trace.facets and "effort_pin" not in trace.facets
+    # A map without this host leaves the URI's model.
+    claude.run("claude --model claude-uri-model", "hi", model={"codex": "gpt-x"})
+    assert claude.stub.model_calls()[-1]["model"] == "claude-uri-model"
+
+
 def test_a_timeout_kills_the_cli_and_everything_it_started(claude: Host) -> None:
     config = {"mcpServers": {"orders": {"type": "stdio", "command": sys.executable,
                                         "args": [str(ORDERS_MCP)]}}}

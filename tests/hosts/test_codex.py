@@ -175,6 +175,19 @@ def test_the_case_model_pin_reaches_the_cli(codex: Host) -> None:
     assert trace.facets["model"] == "gpt-5.5-pinned"
 
 
+def test_a_per_host_model_map_and_an_effort_pin_reach_the_cli(codex: Host) -> None:
+    codex.stub.reply("ok")
+    trace = codex.run(codex.codex_uri(), "hi", model={"codex": "gpt-5.5-mapped",
+                                                      "claude": "sonnet-x"},
+                      effort={"codex": "high", "claude": "max"})
+    body = codex.stub.model_calls()[0]
+    assert (body["model"], body["reasoning"]["effort"]) == ("gpt-5.5-mapped", "high")
+    assert (trace.facets["model"], trace.facets["effort"]) == ("gpt-5.5-mapped", "high")
+    assert trace.facets["invocation"] == "automatic"
+    codex.run(codex.codex_uri(), "hi", model={"claude": "sonnet-x"})
+    assert codex.stub.model_calls()[-1]["model"] == "gpt-5.5"
+
+
 def test_a_timeout_kills_the_cli_and_everything_it_started(codex: Host) -> None:
     codex.stub.reply(Reply([say("late")], delay_s=30))
     with pytest.raises(TimeoutError):

@@ -522,3 +522,15 @@ def test_start_refuses_a_call_tool_the_server_does_not_offer(tmp_path: Path) -> 
     good = make_target(uri, TargetOptions(base_dir=tmp_path, call={"tool": "work"}))
     (trace,) = asyncio.run(session(good, request({"n": 2}, "work")))
     assert trace.output["n"] == 2
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_pin_is_recorded_as_not_honoured_by_an_mcp_server(tmp_path: Path,
+                                                            fresh: bool) -> None:
+    case = Case(id="p", input={"n": 1}, model="gpt-x", invocation="explicit")
+    pinned = TrialRequest(case=case, n=1, timeout_s=20.0, call={"tool": "work", "fresh": fresh})
+    (trace,) = asyncio.run(session(target(tiny(tmp_path), tmp_path), pinned))
+    assert trace.facets["model_pin"] == (
+        "gpt-x (not honoured: an MCP server picks its own model and effort)")
+    assert trace.facets["invocation"] == "explicit"
+    assert trace.facets["harness"] == "mcp+stdio"

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import HarnessFailure, UsageError
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .mcp_connection import (
     Answer,
     ConnectFailed,
@@ -44,6 +44,9 @@ from .mcp_connection import (
 
 #: How long a server may take to start and answer the handshake.
 START_TIMEOUT_S = 60.0
+
+#: Why a case's model or effort pin does not reach an MCP server.
+UNPINNABLE = "an MCP server picks its own model and effort"
 
 #: How many of a server's tool names a refused ``call.tool`` lists.
 OFFERED_SHOWN = 40
@@ -219,8 +222,12 @@ class McpTarget:
             raise TrialBroken(f"the case input is {_json_kind(arguments)}; an MCP tool takes "
                               "an object of named arguments")
         if call.fresh:
-            return await self._run_fresh(call.tool, arguments)
-        return await self._call(await self._shared_connection(), call.tool, arguments)
+            trace = await self._run_fresh(call.tool, arguments)
+        else:
+            trace = await self._call(await self._shared_connection(), call.tool, arguments)
+        trace.facets.update(case_facets(request.case, self.facets["harness"],
+                                        unpinnable=UNPINNABLE))
+        return trace
 
     async def _shared_connection(self) -> Connection:
         connection = self._shared

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
-from ..base import TargetOptions, TrialBroken, TrialRequest
+from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
 from .process import (
     Finished,
     child_environment,
@@ -216,7 +216,14 @@ class CliHost(ABC):
                                          env=env, stdin=self.stdin(prompt))
             except OSError as exc:
                 raise TrialBroken(f"cannot run {self.name}: {exc.strerror or exc}") from None
-            return self.trace(finished, request, prompt, home)
+            trace = self.trace(finished, request, prompt, home)
+        # The case's pins went into the command line (``argv``): honoured, so the effort
+        # is a facet like the model the stream reported.
+        trace.facets.update(case_facets(request.case, self.name))
+        effort = request.case.effort_for(self.name)
+        if effort:
+            trace.facets["effort"] = effort
+        return trace
 
     async def close(self) -> None:
         """Nothing to release: each trial's process and home are gone when it ends."""

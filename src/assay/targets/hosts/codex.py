@@ -15,6 +15,7 @@ catalogues over the network, which a throwaway home has none of anyway.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -72,13 +73,14 @@ class CodexTarget(CliHost):
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``codex exec --json …`` + the URI's flags + the case's pins; the prompt is stdin."""
-        pinned = request.case.model
+        pinned = request.case.model_for(self.name)
         args = without(self.args, "-m", "--model") if pinned else self.args
         argv = [self.binary, "exec", "--json", "--skip-git-repo-check", *OFFLINE, *args]
         if pinned:
             argv += ["-m", pinned]
-        if request.case.effort:
-            argv += ["-c", f"model_reasoning_effort={request.case.effort!r}"]
+        effort = request.case.effort_for(self.name)
+        if effort:
+            argv += ["-c", f"model_reasoning_effort={json.dumps(effort)}"]
         return argv
 
     async def check_signed_in(self) -> None:
@@ -101,7 +103,7 @@ class CodexTarget(CliHost):
         trial_evidence = dict(self.evidence)
         session = read_session(home / ".codex")
         steps: int | None = None
-        model = request.case.model or self.facets.get("model")
+        model = request.case.model_for(self.name) or self.facets.get("model")
         if session is None:
             # Without the record a refused command could be missing from the stream.
             trial_evidence["tool_calls"] = Evidence.INFERRED

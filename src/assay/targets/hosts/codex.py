@@ -24,7 +24,8 @@ from ...model import Evidence, Trace, Usage
 from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
 from ..prices import load_prices
 from .base import CliHost, tail, without
-from .codex_stream import complete_from_session, read_session, read_stream
+from .codex_session import complete_from_session, read_session
+from .codex_stream import read_stream
 from .process import Finished, copy_private
 
 AUTH = "auth.json"
@@ -101,18 +102,20 @@ class CodexTarget(CliHost):
             raise TrialBroken(f"codex exited with code {finished.exit_code} before its turn "
                               f"ended ({len(finished.lines)} lines of events): {said}")
         trial_evidence = dict(self.evidence)
-        session = read_session(home / ".codex")
+        session = read_session(home / ".codex", home / "work")
         steps: int | None = None
         model = request.case.model_for(self.name) or self.facets.get("model")
+        recovered = 0
         if session is None:
             # Without the record a refused command could be missing from the stream.
             trial_evidence["tool_calls"] = Evidence.INFERRED
             trial_evidence["steps"] = Evidence.UNAVAILABLE
         else:
-            complete_from_session(run, session)
+            # A call only the record shows was not seen in the host's own stream.
+            recovered = complete_from_session(run, session)
             steps = session.responses or None
             model = session.model or model
-            if session.code_mode:
+            if session.code_mode or recovered:
                 trial_evidence["tool_calls"] = Evidence.INFERRED
         usage = run.usage
         price = self.prices.lookup(model)
@@ -125,6 +128,8 @@ class CodexTarget(CliHost):
         facets = dict(self.facets)
         if model:
             facets["model"] = model
+        if recovered:
+            facets["calls_from_session_record"] = str(recovered)
         return Trace(
             output=run.output, status=run.status, error=run.error, events=run.events,
             usage=usage, steps=steps, settled=run.settled, exit_code=finished.exit_code,

@@ -19,6 +19,7 @@ import asyncio
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +105,10 @@ class Host:
         return make_target(uri, TargetOptions(base_dir=self.root, concurrency=2))
 
     def run(self, uri: str, prompt: Any, *, fixture: Path | None = None,
-            model: str | None = None, timeout_s: float = 60.0) -> Trace:
-        """Start the target, run one trial of a case with this input, close it."""
-        case = Case(id="c1", input=prompt, model=model)
+            model: str | dict[str, str] | None = None,
+            effort: str | dict[str, str] | None = None, timeout_s: float = 60.0) -> Trace:
+        """Start the target, run one trial of a case with this input (and pins), close it."""
+        case = Case(id="c1", input=prompt, model=model, effort=effort, invocation="automatic")
         request = TrialRequest(case=case, n=1, timeout_s=timeout_s, fixture=fixture)
         target = self.target(uri)
 
@@ -121,6 +123,20 @@ class Host:
         trace = asyncio.run(go())
         self.traces.append(trace)
         return trace
+
+    def fake_cli(self, name: str, version_line: str) -> Path:
+        """An executable that answers every command with one line (a ``--version`` line)."""
+        path = self.root / "fake-bin" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"#!/bin/sh\necho {shlex.quote(version_line)}\n")
+        path.chmod(0o755)
+        return path
+
+    def assay_run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``assay run`` in this test's folder, as a user runs it."""
+        return subprocess.run([sys.executable, "-m", "assay", "run", *args], cwd=self.root,
+                              env={**os.environ, "COLUMNS": "200"}, capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
 
     def leftovers(self) -> list[int]:
         """Processes still running that carry this test's marker in their environment."""

@@ -186,6 +186,20 @@ def test_the_case_model_pin_reaches_the_cli(claude: Host) -> None:
     assert trace.facets["model"] == "claude-pinned-test-model"
 
 
+def test_a_per_host_model_map_and_an_effort_pin_reach_the_cli(claude: Host) -> None:
+    claude.stub.reply("ok", "ok")
+    trace = claude.run("claude --model claude-uri-model --effort low", "hi",
+                       model={"claude": "claude-mapped", "codex": "gpt-x"}, effort="high")
+    body = claude.stub.model_calls()[0]
+    assert (body["model"], body["output_config"]["effort"]) == ("claude-mapped", "high")
+    assert (trace.facets["model"], trace.facets["effort"]) == ("claude-mapped", "high")
+    assert trace.facets["invocation"] == "automatic"
+    assert "model_pin" not in trace.facets and "effort_pin" not in trace.facets
+    # A map without this host leaves the URI's model.
+    claude.run("claude --model claude-uri-model", "hi", model={"codex": "gpt-x"})
+    assert claude.stub.model_calls()[-1]["model"] == "claude-uri-model"
+
+
 def test_a_timeout_kills_the_cli_and_everything_it_started(claude: Host) -> None:
     config = {"mcpServers": {"orders": {"type": "stdio", "command": sys.executable,
                                         "args": [str(ORDERS_MCP)]}}}
@@ -292,3 +306,42 @@ def test_a_setup_token_in_the_environment_is_the_clis_own_sign_in(
     auth = {v for s in claude.stub.seen if s.method == "POST"
             for k, v in s.headers.items() if k.lower() == "authorization"}
     assert auth == {"Bearer sk-ant-oat01-setup-token-test"}
+
+
+@pytest.mark.parametrize(("line", "refusal"), [
+    ("2.1.231 (Claude Code)", "claude 2.1.231 is too old; assay reads the event stream of "
+                              "2.1.232 or later"),
+    ("2.2.0-beta.1 (Claude Code)", "claude 2.2.0-beta.1 is a prerelease"),
+    ("2.1.332-rc.2 (Claude Code)", "claude 2.1.332-rc.2 is a prerelease"),
+])
+def test_a_cli_too_old_or_a_prerelease_is_refused_naming_its_version(
+        claude: Host, monkeypatch: pytest.MonkeyPatch, line: str, refusal: str) -> None:
+    monkeypatch.setenv("ASSAY_CLAUDE_BIN", str(claude.fake_cli("claude", line)))
+    with pytest.raises(HarnessFailure) as caught:
+        asyncio.run(claude.target().start())
+    assert refusal in str(caught.value)
+
+
+def test_the_oldest_supported_cli_passes_the_version_check(
+        claude: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in answers `auth status` with its version line too: past the version
+    # check, the sign-in check is what refuses it.
+    fake = claude.fake_cli("claude", "2.1.232 (Claude Code)")
+    monkeypatch.setenv("ASSAY_CLAUDE_BIN", str(fake))
+    with pytest.raises(HarnessFailure, match="could not tell whether claude is signed in"):
+        asyncio.run(claude.target().start())
+
+
+def test_a_prerelease_cli_stops_assay_run_with_exit_3(
+        claude: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_CLAUDE_BIN", str(claude.fake_cli("claude", "2.2.0-beta.1")))
+    (claude.root / "hi.suite.yaml").write_text(textwrap.dedent("""\
+        suite: hosts/claude.version@1
+        target: claude
+        cases:
+          - {id: hi, input: Say hi., expect: [status: ok]}
+        """))
+    done = claude.assay_run(".", "--no-store")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "claude 2.2.0-beta.1 is a prerelease" in done.stdout + done.stderr
+    assert claude.stub.model_calls() == []

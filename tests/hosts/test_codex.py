@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from hostlib import CANARY, CODEX_KEY, ORDERS_MCP, Host
@@ -115,10 +116,15 @@ def test_an_mcp_call_the_approval_policy_refuses_is_recorded(codex: Host) -> Non
 
 
 def test_a_command_the_sandbox_refuses_is_taken_from_the_session_record(codex: Host) -> None:
-    """Codex's stream leaves such a command out; a never_calls on it must still see it."""
+    """Codex's stream leaves such a command out; a never_calls on it must still see it.
+
+    A write the read-only sandbox stops while it runs is in the stream or not,
+    depending on timing; an escalation the approval policy refuses never is.
+    """
     fixture = codex.folder("empty", {})
     codex.stub.reply([call("exec_command", cmd="echo one")],
-                     [call("exec_command", cmd="touch made.txt")],
+                     [call("exec_command", cmd="touch made.txt",
+                           sandbox_permissions="require_escalated", justification="a write")],
                      [call("exec_command", cmd="echo two")], "Done.")
     trace = codex.run(codex.codex_uri(), "Create made.txt", fixture=fixture)
 
@@ -128,9 +134,78 @@ def test_a_command_the_sandbox_refuses_is_taken_from_the_session_record(codex: H
     assert len(added) == 1 and "session record" in (added[0].text or "")
     refused = next(e for e in trace.events
                    if e.kind == "tool_result" and e.call_id == added[0].call_id)
-    assert refused.is_error and "Read-only file system" in refused.result["output"]
-    assert trace.evidence["tool_calls"] == Evidence.OBSERVED
+    assert refused.is_error and "reject command" in refused.result["output"]
+    assert refused.result["exit_code"] is None
+    # Only the record saw it: the trial's tool calls are inferred, and the trace says so.
+    assert trace.evidence["tool_calls"] == Evidence.INFERRED
+    assert trace.facets["calls_from_session_record"] == "1"
     assert not (fixture / "made.txt").exists()
+
+
+PATCH = "*** Begin Patch\n*** Add File: made.txt\n+hello\n*** End Patch\n"
+
+
+def test_a_patch_the_sandbox_refuses_is_taken_from_the_session_record(codex: Host) -> None:
+    """Codex's stream leaves a refused apply_patch out; only its session record has it."""
+    fixture = codex.folder("empty", {})
+    codex.stub.reply([custom("apply_patch", PATCH)],
+                     [call("view_image", path="nothing.png")],
+                     [call("exec_command", cmd="echo two")], "Done.")
+    trace = codex.run(codex.codex_uri(), "Create made.txt", fixture=fixture)
+
+    calls = [(e.name, e.arguments) for e in trace.events if e.kind == "tool_call"]
+    assert [name for name, _ in calls] == ["apply_patch", "view_image", "shell"]
+    (patch_args, image_args) = (calls[0][1], calls[1][1])
+    assert [(Path(c["path"]).name, c["kind"]) for c in patch_args["changes"]] == [
+        ("made.txt", "add")]
+    assert image_args == {"path": "nothing.png"}
+    patch_result = next(e for e in trace.events if e.kind == "tool_result"
+                        and e.name == "apply_patch")
+    assert patch_result.is_error and "read-only sandbox" in patch_result.result["output"]
+    notes = [e for e in trace.events if e.kind == "error"]
+    assert [e.name for e in notes] == ["apply_patch", "view_image"]
+    assert all("found in its session record" in (e.text or "") for e in notes)
+    assert trace.evidence["tool_calls"] == Evidence.INFERRED
+    assert trace.facets["calls_from_session_record"] == "2"
+    assert not (fixture / "made.txt").exists()
+
+
+def test_a_patch_the_stream_shows_is_not_taken_twice(codex: Host) -> None:
+    fixture = codex.folder("empty", {})
+    codex.stub.reply([custom("apply_patch", PATCH)],
+                     [call("refund", namespace="mcp__orders", order="A-1")], "Done.")
+    trace = codex.run(codex.codex_uri("-s", "workspace-write", *mcp_flags()),
+                      "Create made.txt", fixture=fixture)
+
+    assert [(e.kind, e.name) for e in trace.events] == [
+        ("tool_call", "apply_patch"), ("tool_result", "apply_patch"),
+        ("tool_call", "mcp__orders__refund"), ("tool_result", "mcp__orders__refund"),
+        ("message", None)]
+    assert trace.evidence["tool_calls"] == Evidence.OBSERVED
+    assert "calls_from_session_record" not in trace.facets
+
+
+def test_never_calls_apply_patch_cannot_pass_on_a_refused_patch(codex: Host) -> None:
+    """``assay run`` end to end: the refused patch is a call; the check reads it."""
+    (codex.root / "patch.suite.yaml").write_text(textwrap.dedent(f"""\
+        suite: hosts/codex.patch@1
+        target: {json.dumps(codex.codex_uri())}
+        cases:
+          - id: no-edits
+            input: Create made.txt
+            expect:
+              - never_calls: [apply_patch]
+              - {{never_calls: [apply_patch], min_evidence: inferred}}
+        """))
+    codex.stub.reply([custom("apply_patch", PATCH)], "Done.")
+    done = codex.assay_run(".", "--no-store", "--json", "out.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (case,) = json.loads((codex.root / "out.json").read_text())["cases"]
+    default, inferred = case["trials"][0]["verdicts"]
+    assert (default["outcome"], default["evidence"]) == ("inconclusive", "inferred")
+    assert inferred["outcome"] == "fail"
+    assert inferred["note"].startswith("called apply_patch")
+    assert case["outcome"] == "fail"
 
 
 def test_calls_from_a_code_mode_script_are_seen_but_only_inferred_complete(codex: Host) -> None:
@@ -173,6 +248,19 @@ def test_the_case_model_pin_reaches_the_cli(codex: Host) -> None:
     trace = codex.run(codex.codex_uri(), "hi", model="gpt-5.5-pinned")
     assert codex.stub.model_calls()[0]["model"] == "gpt-5.5-pinned"
     assert trace.facets["model"] == "gpt-5.5-pinned"
+
+
+def test_a_per_host_model_map_and_an_effort_pin_reach_the_cli(codex: Host) -> None:
+    codex.stub.reply("ok")
+    trace = codex.run(codex.codex_uri(), "hi", model={"codex": "gpt-5.5-mapped",
+                                                      "claude": "sonnet-x"},
+                      effort={"codex": "high", "claude": "max"})
+    body = codex.stub.model_calls()[0]
+    assert (body["model"], body["reasoning"]["effort"]) == ("gpt-5.5-mapped", "high")
+    assert (trace.facets["model"], trace.facets["effort"]) == ("gpt-5.5-mapped", "high")
+    assert trace.facets["invocation"] == "automatic"
+    codex.run(codex.codex_uri(), "hi", model={"claude": "sonnet-x"})
+    assert codex.stub.model_calls()[-1]["model"] == "gpt-5.5"
 
 
 def test_a_timeout_kills_the_cli_and_everything_it_started(codex: Host) -> None:
@@ -252,3 +340,40 @@ def test_a_missing_or_too_old_cli_is_a_harness_failure(codex: Host,
 def test_flags_assay_sets_itself_are_refused_in_the_uri(codex: Host, flag: str) -> None:
     with pytest.raises(UsageError, match=shlex.quote(flag)):
         codex.target(f"codex {flag} x")
+
+
+@pytest.mark.parametrize(("line", "refusal"), [
+    ("codex-cli 0.146.9", "codex 0.146.9 is too old; assay reads the event stream of "
+                          "0.147.0 or later"),
+    ("codex-cli 0.148.0-alpha.3", "codex 0.148.0-alpha.3 is a prerelease"),
+])
+def test_a_cli_too_old_or_a_prerelease_is_refused_naming_its_version(
+        codex: Host, monkeypatch: pytest.MonkeyPatch, line: str, refusal: str) -> None:
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", line)))
+    with pytest.raises(HarnessFailure) as caught:
+        asyncio.run(codex.target("codex").start())
+    assert refusal in str(caught.value)
+
+
+def test_the_oldest_supported_cli_passes_the_version_check(
+        codex: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in's `login status` exits 0: every check passes, and the version is kept.
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", "codex-cli 0.147.0")))
+    target = codex.target("codex")
+    asyncio.run(target.start())
+    assert target.facets["host_version"] == "0.147.0"
+
+
+def test_a_prerelease_cli_stops_assay_run_with_exit_3(
+        codex: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_CODEX_BIN", str(codex.fake_cli("codex", "codex-cli 0.148.0-alpha.3")))
+    (codex.root / "hi.suite.yaml").write_text(textwrap.dedent("""\
+        suite: hosts/codex.version@1
+        target: codex
+        cases:
+          - {id: hi, input: Say hi., expect: [status: ok]}
+        """))
+    done = codex.assay_run(".", "--no-store")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "codex 0.148.0-alpha.3 is a prerelease" in done.stdout + done.stderr
+    assert codex.stub.model_calls() == []

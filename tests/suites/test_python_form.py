@@ -530,3 +530,25 @@ def test_python_form_modifier_rules_match_yaml(
     assert Path(err.file or "").resolve() == path.resolve()
     assert err.line == line_of(path, call)
     assert err.message == message
+
+
+def test_a_python_case_takes_a_pin_map_and_a_bad_one_names_its_line(
+    write: Write, load: Callable[..., LoadedSuite], refused: Callable[..., SuiteError],
+    line_of: Callable[..., int],
+) -> None:
+    good = write("pins_eval.py", """
+        from assay import Case, Suite
+
+        suite = Suite(id="ns/pins@1", cases=[Case(id="a", model={"codex": "gpt-y"})])
+    """)
+    assert load(good).suite.cases[0].model_for("codex") == "gpt-y"
+    bad = write("badpin_eval.py", """
+        from assay import Case, Suite
+
+        suite = Suite(id="ns/pins@1", cases=[
+            Case(id="a", model={"claud": "sonnet-x"}),
+        ])
+    """)
+    err = refused(bad)
+    assert err.line == line_of(bad, 'Case(id="a"')
+    assert "'claud' is not a host a pin map can name" in err.message

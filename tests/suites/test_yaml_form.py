@@ -636,3 +636,45 @@ def test_a_hidden_split_written_in_the_public_file_is_refused(
     err = refused(path)
     assert err.line == line_of(path, "split: hidden")
     assert err.message.startswith("a case written in the suite file is public")
+
+
+def test_a_per_host_model_map_loads_and_resolves_per_harness(
+    write: Write, load: Callable[..., LoadedSuite]
+) -> None:
+    path = write("m.suite.yaml", """
+        suite: ns/pins@1
+        cases:
+          - id: mapped
+            model: {claude: sonnet-x, codex: gpt-y, openai: qwen-z}
+            effort:
+              codex: high
+          - id: one-name
+            model: gpt-x
+            effort: low
+    """)
+    mapped, one = load(path).suite.cases
+    assert [mapped.model_for(h) for h in ("claude", "codex", "openai", "python")] == [
+        "sonnet-x", "gpt-y", "qwen-z", None]
+    assert (mapped.effort_for("codex"), mapped.effort_for("claude")) == ("high", None)
+    assert (one.model_for("python"), one.model_for("claude"), one.effort_for("codex")) == (
+        "gpt-x", "gpt-x", "low")
+
+
+@pytest.mark.parametrize(("pin", "needle", "message"), [
+    ("model:\n      claude: sonnet-x\n      claud: sonnet-y", "claud: sonnet-y",
+     "model: 'claud' is not a host a pin map can name (hosts: claude, codex, openai)"),
+    ("effort: {codex: high, python: low}", "effort:",
+     "effort: 'python' is not a host a pin map can name (hosts: claude, codex, openai)"),
+    ("model:\n      codex: ''", "codex: ''", "model: the pin for codex must be a non-empty name"),
+    ("model: {}", "model:", "model: an empty map pins nothing"),
+    ("model: [gpt-x]", "model:", "model: is a name, or a map from host to name"),
+])
+def test_a_bad_pin_map_is_refused_at_its_line(
+    write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int],
+    pin: str, needle: str, message: str,
+) -> None:
+    path = write("bad.suite.yaml",
+                 "suite: ns/pins@1\ncases:\n  - id: a\n    input: hi\n    " + pin + "\n")
+    err = refused(path)
+    assert (err.file, err.line) == (str(path), line_of(path, needle))
+    assert err.message.startswith(message), err.message

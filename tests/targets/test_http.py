@@ -148,3 +148,16 @@ def test_a_server_that_goes_away_breaks_the_trial_not_the_battery(ws: Workspace)
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+def test_a_pin_is_recorded_as_not_honoured_by_an_endpoint(ws: Workspace,
+                                                          server: Server) -> None:
+    from assay.model import Case
+    from assay.targets import TrialRequest
+
+    pinned = TrialRequest(case=Case(id="p", input={"a": 1}, effort="low",
+                                    invocation="explicit"), n=1, timeout_s=5.0)
+    (trace,) = ws.run(f"{server.base}/echo", pinned)
+    assert trace.facets == {
+        "harness": "http", "invocation": "explicit",
+        "effort_pin": "low (not honoured: an HTTP endpoint picks its own model and effort)"}

@@ -35,6 +35,7 @@ TIME_URI = f"mcp+stdio:{PYTHON} -m mcp_server_time --local-timezone UTC"
 TINY = '''
 import asyncio, os, sys
 from pathlib import Path
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 
 with Path(__file__).with_name("starts.txt").open("a") as counter:
@@ -55,6 +56,10 @@ async def nap(seconds: float) -> dict:
 @server.tool()
 def plain(word: str):
     return word
+
+@server.tool()
+def strict(n: int) -> dict:
+    raise MCPError(-32602, "n must be even")
 
 @server.tool()
 def chatter(secret: str) -> dict:
@@ -155,11 +160,10 @@ def test_a_tool_error_is_status_error_with_its_text() -> None:
 
 def test_mcp_server_time_from_pypi(tmp_path: Path) -> None:
     tgt = target(TIME_URI, tmp_path)
-    now, bad_zone, unknown_tool = asyncio.run(session(
+    now, bad_zone = asyncio.run(session(
         tgt,
         request({"timezone": "UTC"}, "get_current_time"),
         request({"timezone": "Mars/Olympus_Mons"}, "get_current_time", n=2),
-        request({"timezone": "UTC"}, "get_the_weather", n=3),
     ))
     assert now.status == "ok"
     assert now.output["timezone"] == "UTC" and now.output["datetime"].endswith("+00:00")
@@ -167,13 +171,20 @@ def test_mcp_server_time_from_pypi(tmp_path: Path) -> None:
     # The tool's own failure: isError.
     assert bad_zone.status == "error" and "Invalid timezone" in (bad_zone.error or "")
     assert bad_zone.events[-1].kind == "tool_result"
-    # A tool the server does not have: a JSON-RPC error, recorded apart.
-    assert unknown_tool.status == "error"
-    assert unknown_tool.error is not None
-    assert unknown_tool.error.startswith("protocol error: Unknown tool: get_the_weather")
-    assert "-32602" in unknown_tool.error
-    assert [e.kind for e in unknown_tool.events] == ["tool_call", "error"]
-    assert unknown_tool.output is None and unknown_tool.settled is False
+    # A tool the server does not have is never called: the suite is wrong, not the agent.
+    with pytest.raises(HarnessFailure) as caught:
+        asyncio.run(session(tgt, request({"timezone": "UTC"}, "get_the_weather", n=3)))
+    assert "call.tool 'get_the_weather' is not a tool of this MCP server" in str(caught.value)
+    assert "it offers: convert_time, get_current_time" in str(caught.value)
+
+
+def test_a_json_rpc_error_is_a_protocol_error_recorded_apart(tmp_path: Path) -> None:
+    tgt = target(tiny(tmp_path), tmp_path)
+    (refused,) = asyncio.run(session(tgt, request({"n": 1}, "strict")))
+    assert refused.status == "error"
+    assert refused.error == "protocol error: n must be even (JSON-RPC -32602)"
+    assert [e.kind for e in refused.events] == ["tool_call", "error"]
+    assert refused.output is None and refused.settled is False
 
 
 # --------------------------------------------------------------------------- outputs
@@ -465,3 +476,61 @@ def test_a_hidden_case_through_an_mcp_server_leaks_nowhere(tmp_path: Path) -> No
     assert done.returncode == 1
     counts = json.loads(report_text)["counts"]["hidden"]
     assert (counts["total"], counts["passed"], counts["failed"], counts["broken"]) == (3, 1, 1, 1)
+
+
+@pytest.mark.parametrize(("server", "call", "offered"), [
+    (f"{PYTHON} {shlex.quote(str(TABLE_SERVER))}", "{tool: extract_tabel}", "extract_table"),
+    (f"{PYTHON} -m mcp_server_time --local-timezone UTC",
+     "{tool: get_the_weather, fresh: true}", "convert_time, get_current_time"),
+])
+def test_a_call_tool_the_server_does_not_offer_stops_the_run_with_exit_3(
+        tmp_path: Path, server: str, call: str, offered: str) -> None:
+    """Called, a misspelt tool is an error answer, and `status: error` would pass on it."""
+    (tmp_path / "typo.suite.yaml").write_text(textwrap.dedent(f"""\
+        suite: typo/mcp@1
+        target: mcp+stdio:{server}
+        call: {call}
+        cases:
+          - {{id: missing-document, input: {{document: nothing.csv}}, expect: [status: error]}}
+    """), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "assay", "run", ".", "--no-store", "--json", "r.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "300"})
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 3, said
+    tool = call.split(",")[0].removeprefix("{tool: ").rstrip("}")
+    assert f"call.tool '{tool}' is not a tool of this MCP server" in said
+    assert f"it offers: {offered}" in said
+    assert "PASSED" not in said
+
+
+def test_start_refuses_a_call_tool_the_server_does_not_offer(tmp_path: Path) -> None:
+    """Given the suite's call, the target refuses at start, before any trial."""
+    uri = tiny(tmp_path)
+    options = TargetOptions(base_dir=tmp_path, call={"tool": "wrok"})
+
+
+    async def refused() -> None:
+        with pytest.raises(HarnessFailure, match=r"call.tool 'wrok' .*did you mean 'work'.*"
+                                                 r"it offers: chatter, nap, plain, strict, work"):
+            await make_target(uri, options).start()
+        (pid,) = starts(tmp_path)
+        assert gone(pid)  # the failed start stopped its server (nobody calls close())
+
+    asyncio.run(refused())
+    good = make_target(uri, TargetOptions(base_dir=tmp_path, call={"tool": "work"}))
+    (trace,) = asyncio.run(session(good, request({"n": 2}, "work")))
+    assert trace.output["n"] == 2
+
+
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_pin_is_recorded_as_not_honoured_by_an_mcp_server(tmp_path: Path,
+                                                            fresh: bool) -> None:
+    case = Case(id="p", input={"n": 1}, model="gpt-x", invocation="explicit")
+    pinned = TrialRequest(case=case, n=1, timeout_s=20.0, call={"tool": "work", "fresh": fresh})
+    (trace,) = asyncio.run(session(target(tiny(tmp_path), tmp_path), pinned))
+    assert trace.facets["model_pin"] == (
+        "gpt-x (not honoured: an MCP server picks its own model and effort)")
+    assert trace.facets["invocation"] == "explicit"
+    assert trace.facets["harness"] == "mcp+stdio"

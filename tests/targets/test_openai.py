@@ -374,6 +374,46 @@ def test_a_shipped_price_is_used_for_a_known_model(stub: Any) -> None:
     assert trace.evidence_for("cost") is Evidence.INFERRED
 
 
+# --- a case's pins ------------------------------------------------------------------
+
+
+def test_a_case_pinned_model_and_effort_are_what_the_server_is_asked_for(
+        stub: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("pinned-model: {input: 1.0, output: 1.0}\n", encoding="utf-8")
+    monkeypatch.setenv("ASSAY_PRICES", str(prices))
+    server = stub({"q": [{"content": "hi", "usage": [1_000_000, 0]}]})
+    target = target_for(server.url, model="uri-model")
+    pinned = TrialRequest(case=Case(id="p", input="q", model="pinned-model", effort="high",
+                                    invocation="explicit"), n=1, timeout_s=10.0)
+    mapped = TrialRequest(case=Case(id="m", input="q", model={"openai": "mapped-model",
+                                                               "codex": "gpt-x"}),
+                          n=1, timeout_s=10.0)
+    other_host = TrialRequest(case=Case(id="o", input="q", model={"codex": "gpt-x"},
+                                        effort={"claude": "max"}), n=1, timeout_s=10.0)
+    first, second, third, plain = run(target, pinned, mapped, other_host, trial("q"))
+    asked = [(body["model"], body.get("reasoning_effort")) for body in server.seen]
+    assert asked == [("pinned-model", "high"), ("mapped-model", None), ("uri-model", None),
+                     ("uri-model", None)]
+    assert first.facets == {"harness": "openai", "model": "pinned-model", "effort": "high",
+                            "invocation": "explicit"}
+    # Priced by the model asked for, not the URI's (which has no price).
+    assert first.usage.cost_usd == pytest.approx(1.0)
+    assert first.evidence_for("cost") is Evidence.INFERRED
+    assert second.facets == {"harness": "openai", "model": "mapped-model"}
+    assert third.facets == plain.facets == {"harness": "openai", "model": "uri-model"}
+    # The run's own facet names the URI's model, whichever trial answered first.
+    assert target.facets["model"] == "uri-model"
+
+
+def test_a_pinned_model_the_server_does_not_serve_breaks_only_its_trial(stub: Any) -> None:
+    server = stub({"q": [{"status": 404}]})
+    pinned = TrialRequest(case=Case(id="p", input="q", model="nowhere-model"), n=1,
+                          timeout_s=10.0)
+    with pytest.raises(TrialBroken, match="does not serve the model this case pins"):
+        run(target_for(server.url), pinned)
+
+
 # --- server trouble ------------------------------------------------------------------
 
 

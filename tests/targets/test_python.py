@@ -483,3 +483,27 @@ def test_a_trace_is_always_json(ws: Workspace) -> None:
     except TrialBroken:
         return  # refusing the trial is an honest answer too
     assert trace.model_dump_json()
+
+
+def test_a_pin_the_agent_cannot_honour_is_a_facet_with_a_note(ws: Workspace) -> None:
+    """A python: agent picks its own model: the case's pin is recorded, marked not honoured."""
+    from assay.model import Case
+    from assay.targets import TrialRequest
+
+    uri = ws.agent("""
+        def agent(x):
+            return x
+    """)
+    pinned = TrialRequest(case=Case(id="p", input=1, model="gpt-x", effort="high",
+                                    invocation="automatic"), n=1, timeout_s=5.0)
+    host_map = TrialRequest(case=Case(id="m", input=2, model={"claude": "sonnet-x"}), n=1,
+                            timeout_s=5.0)
+    first, second, plain = ws.run(uri, pinned, host_map, ws.trial(3))
+    note = "(not honoured: a python: agent picks its own model and effort)"
+    assert first.facets["model_pin"] == f"gpt-x {note}"
+    assert first.facets["effort_pin"] == f"high {note}"
+    assert first.facets["invocation"] == "automatic"
+    assert "model" not in first.facets  # nothing claims the pinned model answered
+    # A map pins only the hosts it names.
+    assert "model_pin" not in second.facets and "invocation" not in second.facets
+    assert set(plain.facets) == {"harness", "host_version"}

@@ -142,3 +142,16 @@ def test_digest_names_the_recording(ws: Workspace) -> None:
     other = ws.target(record(ws, {"case": "a", "output": 2})).digest()
     assert first == again
     assert first != other
+
+
+def test_a_pin_is_recorded_as_not_honoured_by_a_replay(ws: Workspace) -> None:
+    from assay.model import Case
+    from assay.targets import TrialRequest
+
+    uri = record(ws, {"case": "a", "output": 1, "facets": {"model": "m-1"}})
+    pinned = TrialRequest(case=Case(id="a", model="m-2", invocation="none"), n=1,
+                          timeout_s=5.0)
+    (trace,) = ws.run(uri, pinned)
+    assert trace.facets == {
+        "harness": "scripted", "model": "m-1", "invocation": "none",
+        "model_pin": "m-2 (not honoured: a scripted trace is replayed as it was recorded)"}

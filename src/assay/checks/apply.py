@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..model import STRONGEST, Assertion, Evidence, Trace, Verdict
+from ..model import DEFAULT_MINIMUM, Assertion, Evidence, Trace, Verdict
 from .registry import Judgement, lookup
 
 
 def required_evidence(assertion: Assertion, fact: str) -> Evidence:
-    """The evidence a verdict needs: the assertion's ``min_evidence`` or the fact's strongest."""
-    return assertion.min_evidence or STRONGEST.get(fact, Evidence.OBSERVED)
+    """The evidence a verdict needs: the assertion's ``min_evidence`` or the fact's default."""
+    return assertion.min_evidence or DEFAULT_MINIMUM.get(fact, Evidence.OBSERVED)
 
 
 def grade_trace(assertions: list[Assertion], trace: Trace) -> list[Verdict]:

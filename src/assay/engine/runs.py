@@ -245,7 +245,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     # Relative names resolve beside the suite file first, then in the working folder.
     target = make_target(uri, TargetOptions(base_dir=item.path.parent,
                                             concurrency=settings.concurrency,
-                                            base_url=settings.base_url))
+                                            base_url=settings.base_url, call=item.suite.call))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed)
     resume = recording.resume if recording is not None else None

@@ -1,6 +1,6 @@
 """The vocabulary of assay as typed, validated data (SPEC §1)."""
 
-from .evidence import FACTS, STRONGEST, Evidence
+from .evidence import DEFAULT_MINIMUM, FACTS, STRONGEST, Evidence
 from .result import (
     CaseResult,
     Cost,
@@ -19,6 +19,7 @@ from .suite import MODIFIERS, SUITE_ID, Assertion, Case, Suite
 from .trace import Event, Status, Trace, Usage
 
 __all__ = [
+    "DEFAULT_MINIMUM",
     "FACTS",
     "MODIFIERS",
     "STRONGEST",

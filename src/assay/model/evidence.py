@@ -27,6 +27,12 @@ _RANK = {Evidence.OBSERVED: 2, Evidence.INFERRED: 1, Evidence.UNAVAILABLE: 0}
 #: The kinds of fact a trace can carry, each with its own evidence.
 FACTS = ("output", "tool_calls", "asks", "skills", "cost", "steps", "exit_code")
 
-#: The strongest evidence each kind of fact can have at all. This is the
-#: default ``min_evidence`` of an assertion about that fact (SPEC §5).
+#: The strongest evidence each kind of fact can have at all.
 STRONGEST: dict[str, Evidence] = {fact: Evidence.OBSERVED for fact in FACTS}
+
+#: The default ``min_evidence`` of an assertion about each kind of fact (SPEC §5,
+#: decisions/0001): the strongest, except for skills. No host reports every skill
+#: activation in its own words (Codex only ever lets one be inferred from the
+#: ``SKILL.md`` a command read; Claude's slash commands are inferred from the
+#: prompt), so a skill check asks for ``inferred`` unless it demands ``observed``.
+DEFAULT_MINIMUM: dict[str, Evidence] = {**STRONGEST, "skills": Evidence.INFERRED}

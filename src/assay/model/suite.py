@@ -25,6 +25,38 @@ MODIFIERS = ("path", "min_evidence", "threshold")
 
 Split = Literal["public", "hidden"]
 
+#: The targets a per-host pin map may name (``model: {claude: …, codex: …}``):
+#: the ones that choose a model on a case's word.
+PIN_HOSTS = ("claude", "codex", "openai")
+
+
+def pin_problem(value: Any) -> tuple[str | None, str] | None:
+    """What is wrong with a ``model``/``effort`` pin: (the map key at fault, why), or None.
+
+    A pin is a name for every target, or a map from host to name, so one case
+    can pin the model each host calls by its own name.
+    """
+    if value is None or (isinstance(value, str) and value):
+        return None
+    if not isinstance(value, dict):
+        return None, "is a name, or a map from host to name such as {claude: …, codex: …}"
+    if not value:
+        return None, "an empty map pins nothing; give a name per host, e.g. {codex: …}"
+    for key, name in value.items():
+        if key not in PIN_HOSTS:
+            return str(key), (f"{key!r} is not a host a pin map can name "
+                              f"(hosts: {', '.join(PIN_HOSTS)})")
+        if not isinstance(name, str) or not name:
+            return str(key), f"the pin for {key} must be a non-empty name"
+    return None
+
+
+def pin_for(value: str | dict[str, str] | None, harness: str) -> str | None:
+    """The pin a target with this harness takes: the name, or its host's entry in a map."""
+    if isinstance(value, dict):
+        return value.get(harness)
+    return value
+
 
 class Assertion(BaseModel):
     """One rule that turns a trace into a verdict.
@@ -90,8 +122,10 @@ class Case(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)
     fixture: str | None = None
     tags: list[str] = Field(default_factory=list)
-    model: str | None = None
-    effort: str | None = None
+    #: The model (and reasoning effort) the case is pinned to: a name, or a map
+    #: from host to name (``{claude: …, codex: …, openai: …}``).
+    model: str | dict[str, str] | None = None
+    effort: str | dict[str, str] | None = None
     synthetic: bool = False
     invocation: Literal["automatic", "explicit", "none"] | None = None
     line: int | None = Field(default=None, exclude=True)
@@ -108,6 +142,22 @@ class Case(BaseModel):
         if _CONTROL.search(value):
             raise ValueError("a case id holds no control characters (newline, tab, escape, NUL…)")
         return value
+
+    @field_validator("model", "effort", mode="before")
+    @classmethod
+    def _pin(cls, value: Any) -> Any:
+        problem = pin_problem(value)
+        if problem is not None:
+            raise ValueError(problem[1])
+        return value
+
+    def model_for(self, harness: str) -> str | None:
+        """The model this case pins for a target of this harness (None: not pinned)."""
+        return pin_for(self.model, harness)
+
+    def effort_for(self, harness: str) -> str | None:
+        """The reasoning effort this case pins for a target of this harness."""
+        return pin_for(self.effort, harness)
 
     @field_validator("expect", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from ..checks import PLANNED, REGISTRY, LoadContext, lookup
 from ..checks.values import compile_path
 from ..errors import SuiteError
 from ..model import Assertion, Case, Evidence, Suite
+from ..model.suite import pin_problem
 from .marks import Loc
 
 LineOf = Callable[[Loc], int | None]
@@ -76,6 +77,12 @@ def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Pa
             raise problem.from_validation(exc, [*loc, "expect", j]) from None
         except ValueError as exc:
             raise problem([*loc, "expect", j], str(exc), "malformed assertion") from None
+    for pin in ("model", "effort"):
+        wrong = pin_problem(data.get(pin))
+        if wrong is not None:  # at the map key's own line when one is at fault
+            key, why = wrong
+            at = [*loc, pin] if key is None else [*loc, pin, key]
+            raise problem(at, f"{pin}: {why}", f"{pin}: invalid pin")
     fields = {**data, "expect": assertions, "line": problem.line_of(loc), "file": problem.file}
     if split == "hidden":
         fields["split"] = "hidden"

@@ -30,6 +30,9 @@ class TargetOptions:
     concurrency: int = 8
     #: ``--base-url``: the OpenAI-compatible server of ``openai:`` targets.
     base_url: str | None = None
+    #: The suite's ``call:``, when known before ``start()``: an MCP target checks at
+    #: start that the server offers ``call.tool`` (else it checks at the first trial).
+    call: dict[str, Any] | None = None
 
 
 class TrialBroken(Exception):
@@ -63,6 +66,26 @@ class Target(Protocol):
 
     def digest(self) -> str:
         """``sha256:…`` naming this version of the agent: the digest of ``identity()``."""
+
+
+def case_facets(case: Case, harness: str, *, unpinnable: str | None = None) -> dict[str, str]:
+    """The facets a case adds to its trace: its ``invocation``, and pins not honoured.
+
+    A target that runs a case's ``model``/``effort`` pin records the model and
+    effort it ran as its ``model``/``effort`` facets itself; one that cannot
+    (a Python agent picks its own model) passes ``unpinnable``, the reason,
+    and the pin is kept as ``model_pin``/``effort_pin`` with that note, so a
+    reader of the trace sees the case asked for something that did not happen.
+    """
+    facets: dict[str, str] = {}
+    if case.invocation is not None:
+        facets["invocation"] = case.invocation
+    if unpinnable is not None:
+        for pin, value in (("model", case.model_for(harness)),
+                           ("effort", case.effort_for(harness))):
+            if value is not None:
+                facets[f"{pin}_pin"] = f"{value} (not honoured: {unpinnable})"
+    return facets
 
 
 def evidence(**given: str) -> dict[str, Evidence]:

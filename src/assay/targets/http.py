@@ -7,8 +7,18 @@ import time
 from typing import Any
 
 from ..model import Status, Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
+from .base import (
+    TargetOptions,
+    TrialBroken,
+    TrialRequest,
+    case_facets,
+    ensure_reachable,
+    evidence,
+)
 from .identity import identity_digest
+
+#: Why a case's model or effort pin does not reach an HTTP endpoint.
+UNPINNABLE = "an HTTP endpoint picks its own model and effort"
 
 
 class HttpTarget:
@@ -52,7 +62,8 @@ class HttpTarget:
             output=output, status=status,
             error=None if reply.is_success else f"HTTP {reply.status_code}",
             duration_s=time.perf_counter() - started, steps=1,
-            facets=dict(self.facets), evidence=dict(self.evidence),
+            facets={**self.facets, **case_facets(request.case, "http", unpinnable=UNPINNABLE)},
+            evidence=dict(self.evidence),
         )
 
     async def close(self) -> None:

@@ -30,7 +30,7 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .identity import file_entries, identity_digest
 from .mcp_connection import (
     Answer,
@@ -45,6 +45,12 @@ from .mcp_connection import (
 
 #: How long a server may take to start and answer the handshake.
 START_TIMEOUT_S = 60.0
+
+#: Why a case's model or effort pin does not reach an MCP server.
+UNPINNABLE = "an MCP server picks its own model and effort"
+
+#: How many of a server's tool names a refused ``call.tool`` lists.
+OFFERED_SHOWN = 40
 
 #: The keys of a suite's ``call:`` mapping an MCP target reads.
 CALL_KEYS = ("tool", "fresh")
@@ -113,6 +119,8 @@ class McpTarget:
         self._connections: set[Connection] = set()
         self._background: set[asyncio.Task[None]] = set()
         self._server = ""
+        #: The names of the tools the server listed at start (None: not listed yet).
+        self._offered: list[str] | None = None
 
     @property
     def stdio(self) -> bool:
@@ -175,17 +183,51 @@ class McpTarget:
             self.facets["host_version"] = self._server
         if connection.protocol_version:
             self.facets["mcp_protocol"] = connection.protocol_version
+        try:
+            try:
+                self._offered = [tool.name for tool in await connection.list_tools()]
+            except (ProtocolError, ConnectionLost) as exc:
+                raise HarnessFailure(f"target {self.uri}: the MCP server did not list its "
+                                     f"tools: {exc}") from None
+            if self.options.call is not None:
+                self._check_offered(call_options(self.options.call, self.uri).tool)
+        except HarnessFailure:
+            await self.close()  # a failed start is not closed by its caller
+            raise
+
+    def _check_offered(self, tool: str) -> None:
+        """A ``call.tool`` the server does not offer is the suite's mistake, not the agent's.
+
+        Called, it would be an error answer (a server may answer "unknown tool"
+        as a tool error, not a protocol error), and a case expecting
+        ``status: error`` would pass on a misspelt name.
+        """
+        if self._offered is None or tool in self._offered:
+            return
+        names = sorted(self._offered)
+        offered = ", ".join(names[:OFFERED_SHOWN]) or "no tools"
+        if len(names) > OFFERED_SHOWN:
+            offered += f" and {len(names) - OFFERED_SHOWN} more"
+        close = difflib.get_close_matches(tool, self._offered, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise HarnessFailure(f"target {self.uri}: the suite's call.tool {tool!r} is not a tool "
+                             f"of this MCP server{hint}; it offers: {offered}")
 
     async def run(self, request: TrialRequest) -> Trace:
         """Call ``call.tool`` with the case input as its arguments."""
         call = call_options(request.call, self.uri)
+        self._check_offered(call.tool)
         arguments = request.case.input
         if not isinstance(arguments, dict):
             raise TrialBroken(f"the case input is {_json_kind(arguments)}; an MCP tool takes "
                               "an object of named arguments")
         if call.fresh:
-            return await self._run_fresh(call.tool, arguments)
-        return await self._call(await self._shared_connection(), call.tool, arguments)
+            trace = await self._run_fresh(call.tool, arguments)
+        else:
+            trace = await self._call(await self._shared_connection(), call.tool, arguments)
+        trace.facets.update(case_facets(request.case, self.facets["harness"],
+                                        unpinnable=UNPINNABLE))
+        return trace
 
     async def _shared_connection(self) -> Connection:
         connection = self._shared

@@ -22,7 +22,14 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
-from .base import TargetOptions, TrialBroken, TrialRequest, ensure_reachable, evidence
+from .base import (
+    TargetOptions,
+    TrialBroken,
+    TrialRequest,
+    case_facets,
+    ensure_reachable,
+    evidence,
+)
 from .chat import (
     LoopOptions,
     ask_tools,
@@ -101,21 +108,30 @@ class OpenAITarget:
         return await _Conversation(self, request, loop).run()
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       loop: LoopOptions) -> Any:
-        """One model call; server trouble breaks the trial, an unusable model the run."""
+                       loop: LoopOptions, model: str | None = None,
+                       effort: str | None = None) -> Any:
+        """One model call (``model``: a case's pin, else the URI's; ``effort``: a pinned
+        ``reasoning_effort``); server trouble breaks the trial, an unusable model the run."""
         import openai
 
         assert self._client is not None, "start() first"
         extra: dict[str, Any] = {"tools": tools} if tools else {}
+        if effort is not None:
+            extra["reasoning_effort"] = effort
+        asked = model or self.model
         try:
             reply = await self._client.chat.completions.create(
-                model=self.model, messages=messages, **extra, **loop.sampling())
+                model=asked, messages=messages, **extra, **loop.sampling())
         except openai.APIStatusError as exc:
-            if exc.status_code in _CANNOT_USE:
+            if exc.status_code in _CANNOT_USE and (asked == self.model
+                                                   or exc.status_code != 404):
                 # The server's own text is left out: a 401 may quote part of the key.
                 raise HarnessFailure(f"target {self.uri}: the server at {self.base_url} "
                                      f"{_CANNOT_USE[exc.status_code]} "
                                      f"(HTTP {exc.status_code})") from None
+            if exc.status_code == 404:  # a model a case pins: that case cannot run
+                raise TrialBroken("the server does not serve the model this case pins "
+                                  "(HTTP 404)") from None
             raise TrialBroken(f"the server answered HTTP {exc.status_code}: "
                               f"{_short(exc.message)}") from None
         except openai.APIConnectionError as exc:
@@ -127,7 +143,8 @@ class OpenAITarget:
         if not getattr(reply, "choices", None):
             raise TrialBroken("the server's reply has no choices")
         reported = getattr(reply, "model", None)
-        if reported and self._reported is None:
+        if reported and self._reported is None and asked == self.model:
+            # The run's facet names the URI's model; a case's pin is that trial's alone.
             self._reported = self.facets["model"] = str(reported)
         return reply
 
@@ -157,6 +174,10 @@ class _Conversation:
     def __init__(self, target: OpenAITarget, request: TrialRequest, loop: LoopOptions) -> None:
         self.target = target
         self.loop = loop
+        self.case = request.case
+        #: The model asked for: the case's pin, else the URI's.
+        self.asked = request.case.model_for("openai") or target.model
+        self.effort = request.case.effort_for("openai")
         self.fixture: ToolFixture | None = request.tools
         self.fixture_path = request.fixture
         self.base_dir = request.fixture.parent if request.fixture is not None else None
@@ -182,7 +203,8 @@ class _Conversation:
                               for t in self.mcp.values())
         steps = 0
         while steps < self.loop.max_steps:
-            reply = await self.target.complete(self.messages, self.tools, self.loop)
+            reply = await self.target.complete(self.messages, self.tools, self.loop,
+                                               self.asked, self.effort)
             steps += 1
             self._count(reply)
             message = reply.choices[0].message
@@ -209,7 +231,7 @@ class _Conversation:
         if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
             self.priced = False  # the server said nothing of tokens: no cost to infer
             return
-        price = self.target.prices.lookup(model, self.target.model)
+        price = self.target.prices.lookup(model, self.asked)
         if price is None:
             self.priced = False
         cost = price.cost(tokens_in, tokens_out) if price is not None else 0.0
@@ -295,7 +317,10 @@ class _Conversation:
         given = dict(self.target.evidence)
         given["cost"] = Evidence.INFERRED if self.priced else Evidence.UNAVAILABLE
         usage = self.usage if self.priced else self.usage.model_copy(update={"cost_usd": 0.0})
-        facets = {"harness": "openai", "model": self.model or self.target.model}
+        facets = {"harness": "openai", "model": self.model or self.asked,
+                  **case_facets(self.case, "openai")}
+        if self.effort is not None:
+            facets["effort"] = self.effort
         return Trace(output=output, status=status, error=error, events=self.events,
                      usage=usage, steps=steps, settled=settled,
                      duration_s=time.perf_counter() - self._start, facets=facets,

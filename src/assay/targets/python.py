@@ -17,7 +17,7 @@ from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Status, Trace
 from ..model.storable import storable_json
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
 from .capture import sink as _sink
 from .identity import identity_digest, python_identity
@@ -34,6 +34,9 @@ class Refused(Exception):  # noqa: N818 - the user's word for it
 
 
 _BASIC = (str, int, float, bool, type(None))
+
+#: Why a case's model or effort pin does not reach a Python agent.
+UNPINNABLE = "a python: agent picks its own model and effort"
 
 
 def _json_output(value: Any) -> Any:
@@ -129,7 +132,8 @@ class PythonTarget:
             output=output, status=status, error=error, events=events, usage=tools.spent,
             steps=tools.tool_calls + 1, settled=status == "ok",
             duration_s=time.perf_counter() - started, stdout=buffer.getvalue(),
-            facets=dict(self.facets), evidence=dict(self.evidence),
+            facets={**self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)},
+            evidence=dict(self.evidence),
         )
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..canonical import file_digest
 from ..errors import HarnessFailure
 from ..model import Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, evidence
+from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .identity import identity_digest
 
 
@@ -85,7 +85,9 @@ class ScriptedTarget:
         trace = Trace.model_validate(body)
         if "evidence" not in body:
             trace.evidence = dict(self.evidence)
-        trace.facets = {**self.facets, **trace.facets}
+        pins = case_facets(request.case, "scripted",
+                           unpinnable="a scripted trace is replayed as it was recorded")
+        trace.facets = {**self.facets, **pins, **trace.facets}
         return trace
 
     async def close(self) -> None:

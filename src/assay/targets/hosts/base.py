@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
-from ..base import TargetOptions, TrialBroken, TrialRequest
+from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
 from ..identity import file_entries, identity_digest
 from .process import (
     Finished,
@@ -78,7 +78,7 @@ class CliHost(ABC):
     name: ClassVar[str]
     #: The variable that names the executable instead of ``PATH``.
     binary_env: ClassVar[str]
-    #: The oldest version whose event stream this adapter was written against.
+    #: The oldest released version whose event stream this adapter reads.
     minimum: ClassVar[tuple[int, int, int]]
     #: How to install the CLI, for the harness failure that says it is missing.
     install_hint: ClassVar[str]
@@ -171,9 +171,14 @@ class CliHost(ABC):
         if done.exit_code != 0 or found is None:
             raise HarnessFailure(f"target {self.name}: `{self.name} --version` failed "
                                  f"(exit {done.exit_code}): {tail(done.stderr)}")
-        self.version = ".".join(map(str, found))
-        if found < self.minimum:
-            least = ".".join(map(str, self.minimum))
+        self.version = str(found)
+        least = ".".join(map(str, self.minimum))
+        if found.prerelease:
+            # A prerelease's stream may change before release: refused, not misread.
+            raise HarnessFailure(f"target {self.name}: {self.name} {self.version} is a "
+                                 f"prerelease; assay reads released versions, {least} or "
+                                 f"later ({self.install_hint})")
+        if found.release < self.minimum:
             raise HarnessFailure(f"target {self.name}: {self.name} {self.version} is too old; "
                                  f"assay reads the event stream of {least} or later "
                                  f"({self.install_hint})")
@@ -211,7 +216,14 @@ class CliHost(ABC):
                                          env=env, stdin=self.stdin(prompt))
             except OSError as exc:
                 raise TrialBroken(f"cannot run {self.name}: {exc.strerror or exc}") from None
-            return self.trace(finished, request, prompt, home)
+            trace = self.trace(finished, request, prompt, home)
+        # The case's pins went into the command line (``argv``): honoured, so the effort
+        # is a facet like the model the stream reported.
+        trace.facets.update(case_facets(request.case, self.name))
+        effort = request.case.effort_for(self.name)
+        if effort:
+            trace.facets["effort"] = effort
+        return trace
 
     async def close(self) -> None:
         """Nothing to release: each trial's process and home are gone when it ends."""

@@ -40,9 +40,9 @@ class ClaudeTarget(CliHost):
 
     name = "claude"
     binary_env = "ASSAY_CLAUDE_BIN"
-    # The line this adapter was written and checked against (2.1.332): its
-    # stream fields and ``auth status --json``. Older is refused, not misread.
-    minimum = (2, 1, 0)
+    # Written and checked against 2.1.332; 2.1.232 is the oldest whose stream
+    # fields and ``auth status --json`` it reads. Older is refused, not misread.
+    minimum = (2, 1, 232)
     install_hint = ("install Claude Code (https://docs.claude.com/claude-code) or name the "
                     "executable in ASSAY_CLAUDE_BIN")
     reserved = frozenset({"-p", "--print", "--output-format", "--input-format", "--verbose",
@@ -60,14 +60,14 @@ class ClaudeTarget(CliHost):
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``claude -p --output-format stream-json --verbose`` + the URI's flags + pins."""
-        case = request.case
-        args = without(self.args, "--model") if case.model else self.args
-        args = without(args, "--effort") if case.effort else args
+        model, effort = request.case.model_for(self.name), request.case.effort_for(self.name)
+        args = without(self.args, "--model") if model else self.args
+        args = without(args, "--effort") if effort else args
         argv = [self.binary, "-p", "--output-format", "stream-json", "--verbose", *args]
-        if case.model:
-            argv += ["--model", case.model]
-        if case.effort:
-            argv += ["--effort", case.effort]
+        if model:
+            argv += ["--model", model]
+        if effort:
+            argv += ["--effort", effort]
         return argv
 
     async def check_signed_in(self) -> None:

@@ -15,6 +15,7 @@ catalogues over the network, which a throwaway home has none of anyway.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from ...model import Evidence, Trace, Usage
 from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
 from ..prices import load_prices
 from .base import CliHost, tail, without
-from .codex_stream import complete_from_session, read_session, read_stream
+from .codex_session import complete_from_session, read_session
+from .codex_stream import read_stream
 from .process import Finished, copy_private
 
 AUTH = "auth.json"
@@ -41,9 +43,9 @@ class CodexTarget(CliHost):
 
     name = "codex"
     binary_env = "ASSAY_CODEX_BIN"
-    # The version this adapter was checked against: its item types, its session
-    # record, the --disable features. Older is refused, not misread.
-    minimum = (0, 163, 0)
+    # Written and checked against 0.163.0; 0.147.0 is the oldest whose item
+    # types, session record and --disable features it reads. Older is refused.
+    minimum = (0, 147, 0)
     install_hint = ("install Codex (npm install -g @openai/codex) or name the executable in "
                     "ASSAY_CODEX_BIN")
     reserved = frozenset({"exec", "e", "--json", "--experimental-json", "--ephemeral",
@@ -72,13 +74,14 @@ class CodexTarget(CliHost):
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``codex exec --json …`` + the URI's flags + the case's pins; the prompt is stdin."""
-        pinned = request.case.model
+        pinned = request.case.model_for(self.name)
         args = without(self.args, "-m", "--model") if pinned else self.args
         argv = [self.binary, "exec", "--json", "--skip-git-repo-check", *OFFLINE, *args]
         if pinned:
             argv += ["-m", pinned]
-        if request.case.effort:
-            argv += ["-c", f"model_reasoning_effort={request.case.effort!r}"]
+        effort = request.case.effort_for(self.name)
+        if effort:
+            argv += ["-c", f"model_reasoning_effort={json.dumps(effort)}"]
         return argv
 
     async def check_signed_in(self) -> None:
@@ -99,18 +102,20 @@ class CodexTarget(CliHost):
             raise TrialBroken(f"codex exited with code {finished.exit_code} before its turn "
                               f"ended ({len(finished.lines)} lines of events): {said}")
         trial_evidence = dict(self.evidence)
-        session = read_session(home / ".codex")
+        session = read_session(home / ".codex", home / "work")
         steps: int | None = None
-        model = request.case.model or self.facets.get("model")
+        model = request.case.model_for(self.name) or self.facets.get("model")
+        recovered = 0
         if session is None:
             # Without the record a refused command could be missing from the stream.
             trial_evidence["tool_calls"] = Evidence.INFERRED
             trial_evidence["steps"] = Evidence.UNAVAILABLE
         else:
-            complete_from_session(run, session)
+            # A call only the record shows was not seen in the host's own stream.
+            recovered = complete_from_session(run, session)
             steps = session.responses or None
             model = session.model or model
-            if session.code_mode:
+            if session.code_mode or recovered:
                 trial_evidence["tool_calls"] = Evidence.INFERRED
         usage = run.usage
         price = self.prices.lookup(model)
@@ -123,6 +128,8 @@ class CodexTarget(CliHost):
         facets = dict(self.facets)
         if model:
             facets["model"] = model
+        if recovered:
+            facets["calls_from_session_record"] = str(recovered)
         return Trace(
             output=run.output, status=run.status, error=run.error, events=run.events,
             usage=usage, steps=steps, settled=run.settled, exit_code=finished.exit_code,

@@ -13,12 +13,8 @@ same way: ``shell`` (``{command}``), ``mcp__SERVER__TOOL``, ``apply_patch``,
 
 What the stream does not say, and where it is found instead:
 
-- a command the sandbox refused is *missing* from the stream. Codex's own
-  session record (``$CODEX_HOME/sessions/…/rollout-*.jsonl``, in the trial's
-  throwaway home) keeps every function call the model made, so a shell call
-  found there and not in the stream is added to the trace, marked as such.
-  A call made from a code-mode script is not in the record either: a trace
-  with one has tool-call evidence ``inferred``;
+- a call the sandbox or the approval policy refused is *missing* from the
+  stream; Codex's own session record keeps it (``codex_session.py``);
 - the number of model calls (one usage record per response in the session
   record), and the model that answered;
 - cost: Codex reports none; assay's price table gives an inferred one;
@@ -28,7 +24,6 @@ What the stream does not say, and where it is found instead:
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -44,7 +39,6 @@ SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 
 _SKILL = re.compile(r"([A-Za-z0-9_.-]+)/SKILL\.md\b")
-_EXIT = re.compile(r"(?:exited with code|\"exit_code\":)\s*(-?\d+)")
 
 
 @dataclass
@@ -59,16 +53,6 @@ class CodexRun:
     finished: bool = False
     usage: Usage = field(default_factory=Usage)
     unreadable: int = 0
-
-
-@dataclass
-class Session:
-    """What Codex's own session record adds: model calls, the model, every shell call."""
-
-    model: str | None = None
-    responses: int = 0
-    shell_calls: list[tuple[str, Any, str | None]] = field(default_factory=list)
-    code_mode: bool = False
 
 
 def inner_command(command: str) -> str:
@@ -142,7 +126,7 @@ class _Reader:
                                 result={"output": item.get("aggregated_output"),
                                         "exit_code": code},
                                 is_error=status in ("failed", "declined") or code not in (0, None)))
-            for skill in dict.fromkeys(_SKILL.findall(str(item.get("command")))):
+            for skill in skills_read(str(item.get("command"))):
                 events.append(Event(kind="skill", name=skill, call_id=key, t=t))
         elif kind == "mcp_tool_call":
             error = item.get("error")
@@ -158,6 +142,11 @@ class _Reader:
         else:
             events.append(Event(kind="tool_result", name=name, call_id=key, t=t,
                                 result={"status": status}, is_error=status == "failed"))
+
+
+def skills_read(command: str) -> list[str]:
+    """The skills whose ``SKILL.md`` a command reads (how Codex loads a skill)."""
+    return list(dict.fromkeys(_SKILL.findall(command)))
 
 
 def _call_of(item: dict[str, Any]) -> tuple[str, Any] | None:
@@ -194,105 +183,3 @@ def read_stream(lines: list[tuple[float, str]]) -> CodexRun:
     for t, raw in lines:
         reader.line(t, raw)
     return reader.run
-
-
-def read_session(codex_home: Path) -> Session | None:
-    """Codex's session record of the run, if it left exactly one."""
-    records = sorted((codex_home / "sessions").glob("**/rollout-*.jsonl"))
-    if len(records) != 1:
-        return None
-    session = Session()
-    responses: set[str] = set()
-    outputs: dict[str, str] = {}
-    calls: list[tuple[str, Any]] = []
-    try:
-        text = records[0].read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for raw in text.splitlines():
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(line, dict):
-            continue
-        found = line.get("payload")
-        payload: dict[str, Any] = found if isinstance(found, dict) else {}
-        kind = line.get("type")
-        if kind == "turn_context" and payload.get("model"):
-            session.model = str(payload["model"])
-        elif kind == "token_usage_record" and payload.get("response_id"):
-            responses.add(str(payload["response_id"]))
-        elif kind == "response_item":
-            item_kind = payload.get("type")
-            if item_kind == "function_call" and payload.get("name") in SHELL_TOOLS:
-                calls.append((str(payload.get("call_id")), payload.get("arguments")))
-            elif item_kind == "custom_tool_call" and payload.get("name") == "exec":
-                session.code_mode = True
-            elif item_kind == "function_call_output":
-                outputs[str(payload.get("call_id"))] = _output_text(payload.get("output"))
-    session.responses = len(responses)
-    for call_id, arguments in calls:
-        session.shell_calls.append((call_id, _shell_command(arguments), outputs.get(call_id)))
-    return session
-
-
-def _output_text(output: Any) -> str:
-    if isinstance(output, list):
-        return "\n".join(str(b.get("text")) for b in output if isinstance(b, dict))
-    return str(output)
-
-
-def _shell_command(arguments: Any) -> str:
-    try:
-        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
-    except ValueError:
-        return str(arguments)
-    if isinstance(parsed, dict):
-        command = parsed.get("cmd", parsed.get("command"))
-        if isinstance(command, list):
-            return inner_command(shlex.join(str(c) for c in command))
-        if command is not None:
-            return str(command)
-    return str(arguments)
-
-
-def complete_from_session(run: CodexRun, session: Session) -> int:
-    """Add the shell calls the session record has and the stream left out; how many."""
-    events = run.events
-    streamed = [i for i, e in enumerate(events) if e.kind == "tool_call" and e.name == "shell"]
-    used: set[int] = set()
-    anchor = -1
-    added = 0
-    for call_id, command, output in session.shell_calls:
-        match = next((i for i in streamed if i not in used
-                      and (events[i].arguments or {}).get("command") == command), None)
-        if match is not None:
-            used.add(match)
-            anchor = max(anchor, _result_index(events, match))
-            continue
-        code = _EXIT.search(output or "")
-        missing = [
-            Event(kind="tool_call", name="shell", arguments={"command": command},
-                  call_id=call_id),
-            Event(kind="tool_result", name="shell", call_id=call_id,
-                  result={"output": output, "exit_code": int(code[1]) if code else None},
-                  is_error=code is None or code[1] != "0"),
-            Event(kind="error", name="shell", call_id=call_id,
-                  text="a shell call missing from codex's event stream (the sandbox may "
-                       "have refused it); found in its session record"),
-        ]
-        events[anchor + 1:anchor + 1] = missing
-        streamed = [i + len(missing) if i > anchor else i for i in streamed]
-        used = {i + len(missing) if i > anchor else i for i in used}
-        anchor += len(missing)
-        added += 1
-    return added
-
-
-def _result_index(events: list[Event], call_index: int) -> int:
-    call_id = events[call_index].call_id
-    for i in range(call_index + 1, len(events)):
-        if events[i].kind == "tool_result" and events[i].call_id == call_id:
-            return i
-    return call_index

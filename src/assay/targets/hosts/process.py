@@ -197,10 +197,24 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
             raise
 
 
-VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z][0-9A-Za-z.-]*))?")
 
 
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """The first ``X.Y.Z`` in a ``--version`` line."""
+@dataclass(frozen=True)
+class Version:
+    """A CLI's version: its release triple and a prerelease tag (``beta.1``) if any."""
+
+    release: tuple[int, int, int]
+    prerelease: str = ""
+
+    def __str__(self) -> str:
+        text = ".".join(map(str, self.release))
+        return f"{text}-{self.prerelease}" if self.prerelease else text
+
+
+def parse_version(text: str) -> Version | None:
+    """The first ``X.Y.Z`` (with a ``-prerelease`` tag if one follows) in a ``--version`` line."""
     found = VERSION.search(text)
-    return (int(found[1]), int(found[2]), int(found[3])) if found else None
+    if not found:
+        return None
+    return Version((int(found[1]), int(found[2]), int(found[3])), found[4] or "")

@@ -353,17 +353,21 @@ def test_tokens_are_summed_and_priced_from_the_users_table(
     assert target.facets["model"] == "priced-model-2025-01-31"
 
 
-def test_a_model_without_a_price_costs_nothing_and_says_the_cost_is_unavailable(
-        stub: Any) -> None:
+def test_a_model_without_a_price_has_observed_tokens_and_no_cost(stub: Any) -> None:
     server = stub({"q": [{"content": "hi", "usage": [10, 5]}],
                    "silent": [{"content": "hi", "usage": None}]})
     target = target_for(server.url, model="local-llama")
     assert target.evidence["cost"] is Evidence.UNAVAILABLE
+    assert target.evidence["tokens"] is Evidence.OBSERVED
     priced, silent = run(target, trial("q"), trial("silent"))
+    # Tokens and cost are separate facts: the server's counts are seen, no price is known.
     assert (priced.usage.input_tokens, priced.usage.output_tokens) == (10, 5)
-    assert priced.usage.cost_usd == 0.0
+    assert priced.evidence_for("tokens") is Evidence.OBSERVED
+    assert priced.usage.cost_usd is None
     assert priced.evidence_for("cost") is Evidence.UNAVAILABLE
-    assert silent.usage.input_tokens == 0
+    # A server that says nothing of tokens: not 0, unavailable.
+    assert silent.usage.input_tokens is None and silent.usage.tokens is None
+    assert silent.evidence_for("tokens") is Evidence.UNAVAILABLE
     assert silent.evidence_for("cost") is Evidence.UNAVAILABLE
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
 from .common import pct, verdict_line, why
+from .cost import cost_line, usd_cell
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,9 +59,7 @@ def print_scores(console: Console, report: Report) -> None:
         se = f" ± {rel.se:.3f} (SE, clustered by case)" if rel.se is not None else ""
         console.print(f"pass@1 public {rel.pass_at_1:.3f}{se} · {report.trials_per_case} "
                       f"trial(s) per case: {report.evidence} evidence")
-    cost = report.cost
-    console.print(f"cost ${cost.usd:.4f} · {cost.input_tokens} in / {cost.output_tokens} out "
-                  f"tokens · run {report.run_id}")
+    console.print(f"{cost_line(report.cost)} · run {report.run_id}", markup=False)
     if s.flags:
         console.print("flags: " + ", ".join(f"[bold yellow]{f}[/]" for f in s.flags))
     style = "bold green" if s.passed else "bold red"
@@ -78,5 +77,5 @@ def print_side_by_side(console: Console, reports: list[Report]) -> None:
         s = r.scores
         result = "[green]passed[/]" if s.passed else "[red]not passed[/]"
         table.add_row(r.suite.id, r.target.uri, pct(s.public), pct(s.hidden), pct(s.overall),
-                      f"{r.cost.usd:.4f}", result)
+                      usd_cell(r.cost), result)
     console.print(table)

@@ -97,11 +97,11 @@ def test_a_cli_that_prints_nothing_before_the_timeout_is_broken(claude: Host) ->
     claude.stub.reply(Turn([text("too late")], delay_s=600))
     claude.folder("docs", {})
     suite = claude.root / "quiet.suite.yaml"
-    suite.write_text(textwrap.dedent(f"""\
+    suite.write_text(textwrap.dedent("""\
         suite: hosts/claude.quiet@1
         timeout_s: 5
         cases:
-          - {{id: quiet, input: hello, expect: [{{never_calls: Read}}]}}
+          - {id: quiet, input: hello, expect: [{never_calls: Read}]}
     """))
     report = asyncio.run(Battery(load_suite_file(suite), claude.target("claude"),
                                  BatteryOptions()).run())

@@ -59,16 +59,18 @@ def fold_trial(
     else:
         failed = [v for v in verdicts if v.outcome == "fail"]
         undecided = [v for v in verdicts if v.outcome == "inconclusive"]
-        cut_off = trace is not None and trace.partial
+        # A trace the battery cut off at its timeout (docs/decisions/0003-folding.md).
+        cut_off = trace.partial if trace is not None else False
+        stopped = (trace.error if trace is not None else None) or "timed out"
         if failed:
             outcome = "fail"
             reason = reason or _verdict_reason(failed[0])
-            if cut_off and trace is not None and trace.error:
-                reason += f" (then {trace.error})"
-        elif trace is not None and trace.partial:
+            if cut_off:
+                reason += f" (then {stopped})"
+        elif cut_off:
             outcome = "inconclusive"
-            reason = reason or (f"{trace.error or 'timed out'} before finishing; what it "
-                                "recorded until then breaks no check")
+            reason = reason or (f"{stopped} before finishing; what it recorded until then "
+                                "breaks no check")
         elif not verdicts:
             outcome = "inconclusive"
             reason = reason or "no assertions"

@@ -295,6 +295,36 @@ def test_costs_at_most_usd_tokens_and_both() -> None:
     assert judge("costs_at_most", {"usd": 1, "tokens": 999}, spent).outcome == "fail"
 
 
+def test_a_token_budget_reads_tokens_and_a_usd_budget_reads_cost() -> None:
+    # Tokens seen, no price: the facts are apart, each with its own evidence.
+    unpriced = trace(usage=Usage(input_tokens=2000, output_tokens=300),
+                     evidence={**OBSERVED, "cost": Evidence.UNAVAILABLE})
+    tokens = judge("costs_at_most", {"tokens": 2000}, unpriced)
+    assert (tokens.outcome, tokens.evidence, tokens.note) == (
+        "fail", Evidence.OBSERVED, "over budget: 2300 tokens > 2000")
+    usd = judge("costs_at_most", {"usd": 1}, unpriced)
+    assert (usd.outcome, usd.evidence, usd.note) == (
+        "inconclusive", Evidence.UNAVAILABLE,
+        "cost evidence is unavailable; this check needs observed")
+    # Naming both reads both: it rests on the weaker.
+    both = judge("costs_at_most", {"usd": 1, "tokens": 5000}, unpriced)
+    assert (both.outcome, both.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
+
+
+def test_usage_nobody_reported_is_unavailable_whatever_the_map_says() -> None:
+    # A map that claims observed cost and tokens, over a usage that holds neither.
+    silent = trace(usage=Usage())
+    for arg in ({"usd": 100}, {"tokens": 10**9}):
+        v = judge("costs_at_most", arg, silent)
+        assert (v.outcome, v.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
+    # An agent's own word is inferred: judged only when the suite says that is enough.
+    said = trace(usage=Usage(cost_usd=0.5),
+                 evidence={**OBSERVED, "cost": Evidence.INFERRED})
+    assert judge("costs_at_most", {"usd": 1}, said).outcome == "inconclusive"
+    assert judge("costs_at_most", {"usd": 1}, said, min_evidence="inferred").outcome == "pass"
+    assert judge("costs_at_most", {"usd": 0.1}, said, min_evidence="inferred").outcome == "fail"
+
+
 def test_exit_code() -> None:
     assert outcome("exit_code", 0, trace(exit_code=0)) == ("pass", "exit code 0")
     assert outcome("exit_code", 0, trace(exit_code=2)) == ("fail", "exit code 2, expected 0")

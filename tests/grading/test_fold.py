@@ -101,6 +101,20 @@ def test_broken_wins_over_verdicts() -> None:
     assert t.reason == "timeout before any output"
 
 
+def test_a_trial_cut_off_at_its_timeout_fails_on_a_breach_and_never_passes() -> None:
+    cut = Trace(status="timeout", error="timed out after 2s", partial=True)
+    failed = fold_trial(1, [v("pass"), s("fail")], trace=cut)
+    assert failed.outcome == "fail"
+    assert failed.reason is not None and failed.reason.endswith("(then timed out after 2s)")
+    held = fold_trial(1, [v("pass"), s("pass")], trace=cut)
+    assert held.outcome == "inconclusive"
+    assert held.reason == ("timed out after 2s before finishing; what it recorded until then "
+                           "breaks no check")
+    # The same verdicts on a trace that ended by itself (a step limit) pass.
+    limit = Trace(status="timeout", error="step limit", settled=False)
+    assert fold_trial(1, [v("pass"), s("pass")], trace=limit).outcome == "pass"
+
+
 def test_caller_reason_is_kept() -> None:
     assert fold_trial(1, [v("fail")], reason="custom").reason == "custom"
 

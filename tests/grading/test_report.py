@@ -113,7 +113,9 @@ def test_report_json_has_the_spec_keys() -> None:
     ):
         assert key in data
     assert data["schema"] == "assay.report/1"
-    assert set(data["cost"]) == {"usd", "input_tokens", "output_tokens"}
+    # SPEC §6's keys, then how much went unreported and on what evidence.
+    assert set(data["cost"]) == {"usd", "input_tokens", "output_tokens", "trials",
+                                 "unreported", "evidence"}
 
 
 def test_smoke_run_is_labelled_smoke() -> None:
@@ -135,7 +137,8 @@ def test_empty_run() -> None:
     report = build_report(INFO, [])
     assert report.scores.passed is False
     assert report.scores.flags == ["no-cases"]
-    assert report.cost.usd == 0.0
+    # Nothing ran, so nothing was reported: unavailable, not $0.
+    assert report.cost.usd is None and report.cost.input_tokens is None
     assert report.evidence == "smoke"
     assert report.reliability == {}
 

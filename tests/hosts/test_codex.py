@@ -44,9 +44,10 @@ def test_a_plain_answer_with_tokens_and_a_cost_only_from_a_price_table(
     assert (trace.usage.input_tokens, trace.usage.output_tokens) == (1000, 200)
     assert trace.steps == 1
     assert trace.facets["model"] == "gpt-5.5" and trace.facets["harness"] == "codex"
-    # Codex reports no money and assay knows no price for this model: unavailable.
-    assert trace.usage.cost_usd == 0.0
+    # Codex reports no money and assay knows no price for this model: unavailable, not 0.
+    assert trace.usage.cost_usd is None
     assert trace.evidence["cost"] == Evidence.UNAVAILABLE
+    assert trace.evidence["tokens"] == Evidence.OBSERVED
 
     prices = codex.root / "prices.yaml"
     prices.write_text("gpt-5.5: {input: 2.0, output: 10.0}\n")

@@ -18,7 +18,7 @@ import pytest
 
 from assay.engine import Battery, BatteryOptions
 from assay.errors import HarnessFailure
-from assay.model import Case, Evidence, Report, Trace
+from assay.model import Case, CaseResult, Evidence, Report, Trace
 from assay.suites import load_suite_file
 from assay.targets import Target, TargetOptions, TrialBroken, TrialRequest, make_target
 
@@ -305,12 +305,21 @@ def test_shared_by_default_and_fresh_per_trial_on_request(tmp_path: Path) -> Non
     assert all(gone(pid) for pid in pids)
 
 
-def test_a_trial_that_times_out_leaves_the_shared_server_serving(tmp_path: Path) -> None:
+def test_a_tool_that_hangs_keeps_its_call_and_leaves_the_shared_server_serving(
+        tmp_path: Path) -> None:
     cases = ("- {id: slow, input: {seconds: 30}, timeout_s: 1, expect: [status: ok]}\n"
              "- {id: quick, input: {seconds: 0}, expect: [status: ok]}\n")
     report = battery_report(tmp_path, tiny(tmp_path), cases, call="{tool: nap}")
     slow, quick = report.cases
-    assert slow.outcome == "broken" and "timed out" in (slow.trials[0].reason or "")
+    assert isinstance(slow, CaseResult)
+    # The call was made before the hang: the trial ran, timed out, and is graded.
+    (trial,) = slow.trials
+    assert slow.outcome == "fail" and trial.outcome == "fail"
+    assert trial.trace is not None and trial.trace.partial
+    assert trial.trace.status == "timeout" and trial.trace.error == "timed out after 1s"
+    assert [(e.kind, e.name, e.arguments) for e in trial.trace.events] == [
+        ("tool_call", "nap", {"seconds": 30})]
+    assert trial.verdicts[0].outcome == "fail" and "timeout" in trial.verdicts[0].note
     assert quick.outcome == "pass"
     assert len(starts(tmp_path)) == 1
 

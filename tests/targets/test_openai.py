@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -22,9 +23,11 @@ from typing import Any
 
 import pytest
 
+from assay.engine import Battery, BatteryOptions
 from assay.errors import HarnessFailure
-from assay.model import Case, Evidence, Trace
+from assay.model import Case, CaseResult, Evidence, Report, Trace
 from assay.model.fixture import ToolFixture
+from assay.suites import load_suite_file
 from assay.suites.fixtures import load_tool_fixture
 from assay.targets import Target, TargetOptions, TrialBroken, TrialRequest, make_target
 
@@ -353,17 +356,21 @@ def test_tokens_are_summed_and_priced_from_the_users_table(
     assert target.facets["model"] == "priced-model-2025-01-31"
 
 
-def test_a_model_without_a_price_costs_nothing_and_says_the_cost_is_unavailable(
-        stub: Any) -> None:
+def test_a_model_without_a_price_has_observed_tokens_and_no_cost(stub: Any) -> None:
     server = stub({"q": [{"content": "hi", "usage": [10, 5]}],
                    "silent": [{"content": "hi", "usage": None}]})
     target = target_for(server.url, model="local-llama")
     assert target.evidence["cost"] is Evidence.UNAVAILABLE
+    assert target.evidence["tokens"] is Evidence.OBSERVED
     priced, silent = run(target, trial("q"), trial("silent"))
+    # Tokens and cost are separate facts: the server's counts are seen, no price is known.
     assert (priced.usage.input_tokens, priced.usage.output_tokens) == (10, 5)
-    assert priced.usage.cost_usd == 0.0
+    assert priced.evidence_for("tokens") is Evidence.OBSERVED
+    assert priced.usage.cost_usd is None
     assert priced.evidence_for("cost") is Evidence.UNAVAILABLE
-    assert silent.usage.input_tokens == 0
+    # A server that says nothing of tokens: not 0, unavailable.
+    assert silent.usage.input_tokens is None and silent.usage.tokens is None
+    assert silent.evidence_for("tokens") is Evidence.UNAVAILABLE
     assert silent.evidence_for("cost") is Evidence.UNAVAILABLE
 
 
@@ -539,3 +546,90 @@ def test_the_cli_runs_a_suite_against_the_stub_and_the_key_stays_out(
     assert [c["outcome"] for c in data["cases"]] == ["pass", "pass"]
     assert data["cost"]["input_tokens"] > 0
     assert len(server.seen) == 2 + 4
+
+
+# --- a hang, and usage as evidence -------------------------------------------------
+
+BUDGET_SUITE = """\
+suite: t/openai-budget@1
+timeout_s: {timeout}
+cases:
+  - id: c1
+    input: "refund A-1"
+    fixture: tools.yaml
+    expect:
+      - never_calls: erp.refund
+      - costs_at_most: {{tokens: 2000}}
+      - costs_at_most: {{usd: 1}}
+"""
+
+
+def _battery(tmp_path: Path, script: Callable[[dict[str, Any]], dict[str, Any]],
+             timeout: float = 30) -> Report:
+    (tmp_path / "tools.yaml").write_text(FIXTURE, encoding="utf-8")
+    suite = tmp_path / "s.suite.yaml"
+    suite.write_text(BUDGET_SUITE.format(timeout=timeout), encoding="utf-8")
+    server = stub_model.StubServer(script)
+    try:
+        # local-llama has no price: its tokens are seen, its cost is unknown.
+        target = target_for(server.url, model="local-llama", base_dir=tmp_path)
+        return asyncio.run(Battery(load_suite_file(suite), target, BatteryOptions()).run())
+    finally:
+        server.close()
+
+
+def test_a_token_budget_reads_the_tokens_an_unpriced_model_reported(tmp_path: Path) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if stub_model.model_calls_so_far(body) == 0:
+            return {"tool_calls": [_call("crm.lookup", {"customer": "C-1"})],
+                    "usage": [1500, 300]}
+        return {"content": "done", "usage": [450, 50]}
+
+    report = _battery(tmp_path, script)
+    (case,) = report.cases
+    assert isinstance(case, CaseResult)
+    (trial,) = case.trials
+    never, tokens, usd = trial.verdicts
+    assert never.outcome == "pass"
+    # 2,300 tokens the server reported: a token budget of 2,000 is breached, on observed
+    # evidence, though no price is known; a USD budget cannot be judged.
+    assert (tokens.outcome, tokens.evidence, tokens.note) == (
+        "fail", Evidence.OBSERVED, "over budget: 2300 tokens > 2000")
+    assert (usd.outcome, usd.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
+    assert usd.note == "cost evidence is unavailable; this check needs observed"
+    assert case.outcome == "fail"
+    assert (report.cost.input_tokens, report.cost.output_tokens, report.cost.usd) == (
+        1950, 350, None)
+    assert report.cost.evidence == {"tokens": Evidence.OBSERVED, "cost": Evidence.UNAVAILABLE}
+    assert report.cost.unreported == {"tokens": 0, "cost": 1}
+
+
+def test_a_model_that_hangs_after_a_tool_call_keeps_the_call(tmp_path: Path) -> None:
+    release = threading.Event()
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        if stub_model.model_calls_so_far(body) == 0:
+            return {"tool_calls": [_call("erp.refund", {"order": "A-1"})], "usage": [900, 40]}
+        release.wait(60)  # the next model call hangs until the test ends
+        return {"content": "too late"}
+
+    try:
+        report = _battery(tmp_path, script, timeout=1)
+    finally:
+        release.set()
+    (case,) = report.cases
+    assert isinstance(case, CaseResult)
+    (trial,) = case.trials
+    assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
+    never, tokens, usd = trial.verdicts
+    assert (never.outcome, never.evidence) == ("fail", Evidence.OBSERVED)
+    assert "erp.refund" in never.note
+    # What the answered step reported counts (the hung one has not reported yet).
+    assert (tokens.outcome, tokens.note) == ("pass", "940 tokens")
+    assert usd.outcome == "inconclusive"
+    trace = trial.trace
+    assert trace is not None and trace.partial and trace.status == "timeout"
+    assert trace.steps == 1
+    assert [(e.kind, e.name) for e in trace.events] == [("tool_call", "erp.refund"),
+                                                        ("tool_result", "erp.refund")]
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == (900, 40)

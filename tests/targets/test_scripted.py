@@ -125,7 +125,10 @@ def test_evidence_defaults_to_observed_and_a_line_may_override_it(ws: Workspace)
                  {"case": "b", "output": 2, "evidence": {"output": "inferred",
                                                          "tool_calls": "unavailable"}})
     a, b = ws.run(uri, ws.trial(case_id="a"), ws.trial(case_id="b"))
-    assert all(a.evidence_for(fact) == Evidence.OBSERVED for fact in FACTS)
+    # A line with no usage reports none: its tokens and cost are unavailable, not 0.
+    assert all(a.evidence_for(fact) == Evidence.OBSERVED for fact in FACTS
+               if fact not in ("tokens", "cost"))
+    assert a.evidence_for("tokens") == a.evidence_for("cost") == Evidence.UNAVAILABLE
     assert b.evidence_for("output") == Evidence.INFERRED
     assert b.evidence_for("tool_calls") == Evidence.UNAVAILABLE
 

@@ -24,11 +24,15 @@ def verdict(assertion: Assertion, trace: Trace) -> Verdict:
             assertion=assertion.label(), check=assertion.check, outcome="inconclusive",
             evidence=Evidence.UNAVAILABLE, note=f"unknown check {assertion.check!r}",
         )
-    have = trace.evidence_for(check.fact)
-    need = required_evidence(assertion, check.fact)
-    if not have.satisfies(need):
+    # An assertion that reads several facts rests on the weakest, and needs each.
+    facts = check.facts(assertion.arg)
+    have = min((trace.evidence_for(f) for f in facts), key=lambda e: e.rank)
+    short = [(f, trace.evidence_for(f), required_evidence(assertion, f)) for f in facts
+             if not trace.evidence_for(f).satisfies(required_evidence(assertion, f))]
+    if short:
+        fact, weak, need = short[0]
         judgement = Judgement(
-            "inconclusive", f"{check.fact} evidence is {have.value}; this check needs {need.value}"
+            "inconclusive", f"{fact} evidence is {weak.value}; this check needs {need.value}"
         )
     else:
         try:

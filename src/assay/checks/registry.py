@@ -54,6 +54,13 @@ class Check:
     takes_path: bool = True
     #: Runs user code or a subprocess: the engine grades such suites off the loop.
     blocking: bool = False
+    #: The facts one assertion reads when they depend on its argument
+    #: (``costs_at_most: {tokens: N}`` reads tokens, ``{usd: X}`` cost); else ``fact``.
+    facts_of: Callable[[Any], tuple[str, ...]] | None = None
+
+    def facts(self, arg: Any) -> tuple[str, ...]:
+        """The kinds of fact an assertion with this argument reads."""
+        return self.facts_of(arg) if self.facts_of is not None else (self.fact,)
 
 
 REGISTRY: dict[str, Check] = {}

@@ -243,18 +243,33 @@ def _prepare_cost(arg: Any, ctx: LoadContext) -> Any:
 
 
 def _costs_at_most(assertion: Assertion, trace: Trace) -> Judgement:
+    # Tokens and cost are separate facts; the evidence of each was weighed
+    # before this runs, so an unreported figure does not get here as 0.
     usage = trace.usage
-    spent_usd, spent_tokens = usage.cost_usd, usage.input_tokens + usage.output_tokens
-    over = []
     usd, tokens = assertion.arg.get("usd"), assertion.arg.get("tokens")
-    # Summed prices carry float noise: $0.1 + $0.2 is within a $0.3 budget.
-    if usd is not None and spent_usd > usd and not math.isclose(spent_usd, usd, rel_tol=1e-9):
-        over.append(f"${spent_usd:.6g} > ${usd:.6g}")
-    if tokens is not None and spent_tokens > tokens:
-        over.append(f"{spent_tokens} tokens > {tokens}")
+    spent_usd, spent_tokens = usage.cost_usd, usage.tokens
+    if (usd is not None and spent_usd is None) or (tokens is not None and spent_tokens is None):
+        return Judgement("inconclusive", "the usage this budget reads was not reported")
+    over, spent = [], []
+    if usd is not None and spent_usd is not None:
+        spent.append(f"${spent_usd:.6g}")
+        # Summed prices carry float noise: $0.1 + $0.2 is within a $0.3 budget.
+        if spent_usd > usd and not math.isclose(spent_usd, usd, rel_tol=1e-9):
+            over.append(f"${spent_usd:.6g} > ${usd:.6g}")
+    if tokens is not None and spent_tokens is not None:
+        spent.append(f"{spent_tokens} tokens")
+        if spent_tokens > tokens:
+            over.append(f"{spent_tokens} tokens > {tokens}")
     if over:
         return Judgement("fail", "over budget: " + ", ".join(over))
-    return Judgement("pass", f"${spent_usd:.6g}, {spent_tokens} tokens")
+    return Judgement("pass", ", ".join(spent))
+
+
+def _cost_facts(arg: Any) -> tuple[str, ...]:
+    """A token budget reads tokens, a USD budget cost; both, both."""
+    if not isinstance(arg, dict):
+        return ("cost",)
+    return tuple(f for f, key in (("tokens", "tokens"), ("cost", "usd")) if key in arg) or ("cost",)
 
 
 def _prepare_exit(arg: Any, ctx: LoadContext) -> Any:
@@ -303,8 +318,10 @@ def _never_activates_skill(assertion: Assertion, trace: Trace) -> Judgement:
 
 
 def _register_all() -> None:
-    def structural(name: str, fact: str, evaluate: Any, prepare: Any) -> None:
-        register(Check(name, "structural", fact, evaluate, prepare, takes_path=False))
+    def structural(name: str, fact: str, evaluate: Any, prepare: Any,
+                   facts_of: Any = None) -> None:
+        register(Check(name, "structural", fact, evaluate, prepare, takes_path=False,
+                       facts_of=facts_of))
 
     structural("never_calls", "tool_calls", _never_calls, _prepare_forbidden)
     structural("calls", "tool_calls", _calls_check, _prepare_calls)
@@ -312,7 +329,7 @@ def _register_all() -> None:
     structural("asks", "asks", _asks, _prepare_asks)
     structural("settles", "steps", _settles, _prepare_true)
     structural("within_steps", "steps", _within_steps, _count("a whole number of steps ≥ 0"))
-    structural("costs_at_most", "cost", _costs_at_most, _prepare_cost)
+    structural("costs_at_most", "cost", _costs_at_most, _prepare_cost, _cost_facts)
     structural("exit_code", "exit_code", _exit_code, _prepare_exit)
     structural("activates_skill", "skills", _activates_skill,
                lambda a, c: _globs(a, many=False)[0])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
-from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, TrialResult
+from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, Trace, TrialResult
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
@@ -231,22 +231,45 @@ class Battery:
             async with asyncio.timeout(request.timeout_s):
                 trace = await self.target.run(request)
         except TimeoutError:
-            return self._broken(slot, f"timed out after {request.timeout_s:g}s", began)
+            return await self._timed_out(slot, began)
         except TrialBroken as exc:
             return self._broken(slot, str(exc) or "the trial broke", began)
         except HarnessFailure:
             raise
         except Exception as exc:  # a target's own fault still leaves a broken trial, not a crash
             return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
-        expect = request.case.expect
+        return await self._grade(slot, trace)
+
+    async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult:
+        expect = slot.request.case.expect
         if slot.blocking:
             verdicts = await asyncio.to_thread(grade_trace, expect, trace)
         else:
             verdicts = grade_trace(expect, trace)
-        return fold_trial(request.n, verdicts, duration_s=trace.duration_s, usage=trace.usage,
-                          trace=trace)
+        return fold_trial(slot.request.n, verdicts, duration_s=trace.duration_s,
+                          usage=trace.usage, trace=trace)
+
+    async def _timed_out(self, slot: _Slot, began: float) -> TrialResult:
+        """A hang keeps what happened before it (docs/decisions/0003-folding.md).
+
+        The target's record up to the timeout is graded as a trace with status
+        ``timeout``; only a trial that recorded nothing is broken.
+        """
+        request = slot.request
+        waited = f"timed out after {request.timeout_s:g}s"
+        try:
+            trace = request.partial.trace()
+        except Exception:  # a record that cannot be read is no record
+            trace = None
+        if trace is None or not (trace.events or trace.usage.tokens is not None
+                                 or trace.usage.cost_usd is not None):
+            return self._broken(slot, f"{waited} before any output", began)
+        trace = trace.model_copy(update={
+            "status": "timeout", "error": waited, "output": None, "settled": False,
+            "partial": True, "duration_s": self.clock.monotonic() - began,
+        }, deep=True)
+        return await self._grade(slot, trace)
 
     def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
         return fold_trial(slot.request.n, [], broken=True, reason=reason,
                           duration_s=self.clock.monotonic() - began, trace=None)
-

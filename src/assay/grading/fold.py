@@ -5,7 +5,9 @@ The rules, in the order they bite:
 - a trial is ``broken`` when it never ran (and says why), else ``fail`` if
   any verdict fails, else ``inconclusive`` if any is, else ``pass``; a trial
   with no verdicts is ``inconclusive`` ("no assertions"): silence is not a
-  pass (PRINCIPLES 3);
+  pass (PRINCIPLES 3); a trial stopped at its timeout (a partial trace) that
+  broke no check is ``inconclusive`` too: it never finished, so what it
+  would have done is unknown;
 - over a case, output and structural checks are binary: one failing verdict
   in any trial fails the case (PRINCIPLES 2); quality checks are judged on
   their pass rate over the trials that ran, against their threshold;
@@ -44,7 +46,8 @@ def fold_trial(
     ``broken`` marks a trial that never ran (harness failure, crash, timeout
     before any output); ``reason`` must then say why, and is required. For a
     trial that ran, ``reason`` defaults to the first failing (or undecided)
-    verdict's assertion and note. ``usage`` defaults to the trace's usage.
+    verdict's assertion and note. ``usage`` defaults to the trace's usage
+    (unreported when there is no trace).
     """
     if usage is None:
         usage = trace.usage if trace is not None else Usage()
@@ -53,15 +56,24 @@ def fold_trial(
         if not reason:
             raise ValueError("a broken trial must say why (reason is required)")
         outcome = "broken"
-    elif not verdicts:
-        outcome = "inconclusive"
-        reason = reason or "no assertions"
     else:
         failed = [v for v in verdicts if v.outcome == "fail"]
         undecided = [v for v in verdicts if v.outcome == "inconclusive"]
+        # A trace the battery cut off at its timeout (docs/decisions/0003-folding.md).
+        cut_off = trace.partial if trace is not None else False
+        stopped = (trace.error if trace is not None else None) or "timed out"
         if failed:
             outcome = "fail"
             reason = reason or _verdict_reason(failed[0])
+            if cut_off:
+                reason += f" (then {stopped})"
+        elif cut_off:
+            outcome = "inconclusive"
+            reason = reason or (f"{stopped} before finishing; what it recorded until then "
+                                "breaks no check")
+        elif not verdicts:
+            outcome = "inconclusive"
+            reason = reason or "no assertions"
         elif undecided:
             outcome = "inconclusive"
             reason = reason or _verdict_reason(undecided[0])

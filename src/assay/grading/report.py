@@ -12,7 +12,16 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from ..model.result import CaseResult, Cost, HoldoutResult, Report, SuiteRef, TargetRef
+from ..model.evidence import Evidence
+from ..model.result import (
+    CaseResult,
+    Cost,
+    HoldoutResult,
+    Report,
+    SuiteRef,
+    TargetRef,
+    TrialResult,
+)
 from .scores import evidence_level, reliability, score, split_counts
 
 
@@ -40,7 +49,8 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
     """The full, unredacted report of a run.
 
     Scores, counts, reliability and evidence level come from the case
-    results; cost is the sum of every trial's usage. An interrupted run does
+    results; cost sums every trial's usage and says how much went unreported
+    (``spent``). An interrupted run does
     not pass and carries the flag ``interrupted``.
     """
     scores = score(cases, info.pass_mark)
@@ -48,12 +58,7 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
         scores = scores.model_copy(
             update={"passed": False, "flags": [*scores.flags, "interrupted"]}
         )
-    usages = [t.usage for c in cases for t in c.trials]
-    cost = Cost(
-        usd=math.fsum(u.cost_usd for u in usages),
-        input_tokens=sum(u.input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
-    )
+    cost = spent(cases, info.target.evidence)
     return Report(
         run_id=info.run_id,
         suite=info.suite,
@@ -70,6 +75,32 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
         interrupted=info.interrupted,
         seed=info.seed,
     )
+
+
+def spent(cases: list[CaseResult], evidence: dict[str, Evidence]) -> Cost:
+    """What every trial of the run reported spending, and how many reported nothing.
+
+    ``evidence`` is the target's map, read for a trial whose trace is not at
+    hand; a fact no trial reported is unavailable.
+    """
+    trials = [t for c in cases for t in c.trials]
+    tokens = [t for t in trials if t.usage.tokens is not None]
+    money = [t for t in trials if t.usage.cost_usd is not None]
+    return Cost(
+        usd=math.fsum(t.usage.cost_usd or 0.0 for t in money) if money else None,
+        input_tokens=sum(t.usage.input_tokens or 0 for t in tokens) if tokens else None,
+        output_tokens=sum(t.usage.output_tokens or 0 for t in tokens) if tokens else None,
+        trials=len(trials),
+        unreported={"tokens": len(trials) - len(tokens), "cost": len(trials) - len(money)},
+        evidence={"tokens": _weakest("tokens", tokens, evidence),
+                  "cost": _weakest("cost", money, evidence)},
+    )
+
+
+def _weakest(fact: str, trials: list[TrialResult], evidence: dict[str, Evidence]) -> Evidence:
+    seen = [t.trace.evidence_for(fact) if t.trace is not None
+            else evidence.get(fact, Evidence.UNAVAILABLE) for t in trials]
+    return min(seen, key=lambda e: e.rank, default=Evidence.UNAVAILABLE)
 
 
 def redact(report: Report) -> Report:

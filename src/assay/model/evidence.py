@@ -25,7 +25,8 @@ class Evidence(StrEnum):
 _RANK = {Evidence.OBSERVED: 2, Evidence.INFERRED: 1, Evidence.UNAVAILABLE: 0}
 
 #: The kinds of fact a trace can carry, each with its own evidence.
-FACTS = ("output", "tool_calls", "asks", "skills", "cost", "steps", "exit_code")
+#: Tokens and cost are apart: a host may report tokens and no money.
+FACTS = ("output", "tool_calls", "asks", "skills", "tokens", "cost", "steps", "exit_code")
 
 #: The strongest evidence each kind of fact can have at all.
 STRONGEST: dict[str, Evidence] = {fact: Evidence.OBSERVED for fact in FACTS}

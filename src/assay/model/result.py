@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from .evidence import Evidence
 from .storable import storable_note
@@ -138,13 +145,37 @@ class Scores(BaseModel):
 
 
 class Cost(BaseModel):
-    """What the agent spent over the run (judges are counted apart)."""
+    """What the agent spent over the run (judges are counted apart).
+
+    A figure no trial reported is ``None`` ("unavailable"), never 0. The sums
+    cover the trials that reported each fact; ``unreported`` counts, per fact
+    (``tokens``, ``cost``), the ``trials`` that did not, so a sum over part of
+    the run reads as a lower bound. ``evidence`` is, per fact, the weakest
+    evidence among the trials that reported it (docs/decisions/0001).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    usd: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    trials: int = 0
+    unreported: dict[str, int] = Field(default_factory=dict)
+    evidence: dict[str, Evidence] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _as_stored(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A report stored before these keys existed is written back as it was:
+        # its bytes are what its seal hashes (docs/decisions/0017-recording.md).
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in _LATER_COST_KEYS - self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+#: Keys the report's ``cost`` gained after reports were first sealed.
+_LATER_COST_KEYS = frozenset({"trials", "unreported", "evidence"})
 
 
 class SuiteRef(BaseModel):

@@ -41,21 +41,39 @@ class Event(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens and money a trial spent."""
+    """Tokens and money a trial spent, as far as anybody reported them.
+
+    ``None`` is "not reported", never 0 (SPEC §4: what nobody reported is
+    unavailable, shown as such). Tokens and cost are separate facts, each with
+    its own evidence in the trace's map: a host may report tokens and no money.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens; None when neither was reported."""
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
     def add(self, other: Usage) -> Usage:
-        """The sum of two usages."""
+        """The sum of two usages; a figure neither reported stays unreported."""
         return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
+            input_tokens=_plus(self.input_tokens, other.input_tokens),
+            output_tokens=_plus(self.output_tokens, other.output_tokens),
+            cost_usd=_plus(self.cost_usd, other.cost_usd),
         )
+
+
+def _plus(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
 
 
 class Trace(BaseModel):
@@ -80,6 +98,9 @@ class Trace(BaseModel):
     stdout: str = ""
     facets: dict[str, str] = Field(default_factory=dict)
     evidence: dict[str, Evidence] = Field(default_factory=dict)
+    #: True when the battery stopped the trial at its timeout: the trace holds
+    #: what the target recorded up to then (docs/decisions/0003-folding.md).
+    partial: bool = False
 
     @field_validator("output")
     @classmethod
@@ -97,5 +118,16 @@ class Trace(BaseModel):
         return {storable_text(k): storable_text(v) for k, v in value.items()}
 
     def evidence_for(self, fact: str) -> Evidence:
-        """The evidence this trace carries for ``fact`` (unavailable if unstated)."""
+        """The evidence this trace carries for ``fact`` (unavailable if unstated).
+
+        A usage figure nobody reported is unavailable whatever the map says.
+        A trace recorded before tokens were a fact of their own has only
+        ``cost`` in its map, which then spoke for both.
+        """
+        if fact == "tokens" and self.usage.tokens is None:
+            return Evidence.UNAVAILABLE
+        if fact == "cost" and self.usage.cost_usd is None:
+            return Evidence.UNAVAILABLE
+        if fact == "tokens" and "tokens" not in self.evidence:
+            fact = "cost"
         return self.evidence.get(fact, Evidence.UNAVAILABLE)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..model import CaseResult, Report
 from .common import pct, verdict_line, why, write_file
+from .cost import tokens_text, usd_text
 from .safe import markdown_code, markdown_text
 
 #: Characters of a reason a table cell shows (the JSON report has all of it).
@@ -27,10 +28,10 @@ def markdown(reports: list[Report]) -> str:
             f"**{verdict_line(report)}** · run {markdown_code(report.run_id)} · "
             f"{report.trials_per_case} trial(s) per case ({report.evidence} evidence)",
             "",
-            "| public | hidden | overall | pass mark | cost (USD) |",
-            "|---|---|---|---|---|",
+            "| public | hidden | overall | pass mark | cost | tokens |",
+            "|---|---|---|---|---|---|",
             f"| {pct(s.public)} | {pct(s.hidden)} | {pct(s.overall)} | {pct(s.pass_mark)} "
-            f"| {report.cost.usd:.4f} |",
+            f"| {usd_text(report.cost)} | {tokens_text(report.cost)} |",
             "",
         ]
         if s.flags:

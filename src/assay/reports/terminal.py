@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
 from .common import pct, verdict_line, why
+from .cost import cost_line, usd_cell
 from .safe import inert, shown
 
 if TYPE_CHECKING:
@@ -70,9 +71,7 @@ def print_scores(console: Console, report: Report) -> None:
         se = f" ± {rel.se:.3f} (SE, clustered by case)" if rel.se is not None else ""
         console.print(f"pass@1 public {rel.pass_at_1:.3f}{se} · {report.trials_per_case} "
                       f"trial(s) per case: {report.evidence} evidence")
-    cost = report.cost
-    console.print(f"cost ${cost.usd:.4f} · {cost.input_tokens} in / {cost.output_tokens} out "
-                  f"tokens · run {report.run_id}")
+    console.print(f"{cost_line(report.cost)} · run {report.run_id}", markup=False)
     if s.flags:
         flags = Text("flags: ")
         for i, flag in enumerate(s.flags):
@@ -94,5 +93,5 @@ def print_side_by_side(console: Console, reports: list[Report]) -> None:
         s = r.scores
         result = Text("passed", "green") if s.passed else Text("not passed", "red")
         table.add_row(shown(r.suite.id, one_line=True), shown(r.target.uri, one_line=True),
-                      pct(s.public), pct(s.hidden), pct(s.overall), f"{r.cost.usd:.4f}", result)
+                      pct(s.public), pct(s.hidden), pct(s.overall), usd_cell(r.cost), result)
     console.print(table)

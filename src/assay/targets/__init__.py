@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UsageError
-from .base import Target, TargetOptions, TrialBroken, TrialRequest
+from .base import Partial, Target, TargetOptions, TrialBroken, TrialRequest
 
 #: Schemes named in SPEC §4 that this version cannot run yet (none, today).
 PLANNED: dict[str, str] = {}
@@ -48,4 +48,5 @@ def make_target(uri: str, options: TargetOptions) -> Target:
     raise UsageError(f"target {uri!r}: unknown scheme; use one of {SCHEMES} (SPEC §4)")
 
 
-__all__ = ["PLANNED", "Target", "TargetOptions", "TrialBroken", "TrialRequest", "make_target"]
+__all__ = ["PLANNED", "Partial", "Target", "TargetOptions", "TrialBroken", "TrialRequest",
+           "make_target"]

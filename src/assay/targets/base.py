@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -10,9 +11,36 @@ from ..model import Case, Evidence, Trace
 from ..model.fixture import ToolFixture
 
 
+class Partial:
+    """What a trial has recorded so far, for the battery to keep if it times out.
+
+    A hang must not erase what happened before it: a forbidden call made
+    before the agent stopped answering still fails the case (SPEC §5). A
+    target hands ``keep`` a function that builds a trace from its record as
+    it stands; when the battery stops the trial at its timeout it calls
+    ``trace()`` once and grades what comes back. A target that keeps
+    nothing leaves the trial broken ("timed out … before any output").
+    """
+
+    def __init__(self) -> None:
+        self._build: Callable[[], Trace | None] | None = None
+
+    def keep(self, build: Callable[[], Trace | None]) -> None:
+        """Say how to build the trace so far (the latest call wins)."""
+        self._build = build
+
+    def trace(self) -> Trace | None:
+        """The trace so far, or None when the target kept nothing."""
+        return self._build() if self._build is not None else None
+
+
 @dataclass(frozen=True)
 class TrialRequest:
-    """Everything a target needs to run one trial of one case."""
+    """Everything a target needs to run one trial of one case.
+
+    ``partial`` is where the target keeps what the trial recorded so far
+    (see ``Partial``); each request has its own.
+    """
 
     case: Case
     n: int
@@ -20,6 +48,7 @@ class TrialRequest:
     fixture: Path | None = None
     tools: ToolFixture | None = None
     call: dict[str, Any] | None = None
+    partial: Partial = field(default_factory=Partial, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -44,7 +73,8 @@ class Target(Protocol):
 
     ``start`` raises ``HarnessFailure`` when the agent cannot be reached at
     all (reported apart from the agent's failures); ``run`` returns a Trace or
-    raises ``TrialBroken``; timeouts are the engine's job.
+    raises ``TrialBroken``; timeouts are the engine's job, and what the trial
+    recorded before one is kept through ``request.partial``.
     """
 
     uri: str

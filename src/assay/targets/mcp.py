@@ -30,7 +30,7 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..mcp_uri import parse_mcp_uri, resolve_command
 from ..model import Event, Trace
-from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
+from .base import Partial, TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .identity import file_entries, identity_digest
 from .mcp_connection import (
     Answer,
@@ -222,9 +222,10 @@ class McpTarget:
             raise TrialBroken(f"the case input is {_json_kind(arguments)}; an MCP tool takes "
                               "an object of named arguments")
         if call.fresh:
-            trace = await self._run_fresh(call.tool, arguments)
+            trace = await self._run_fresh(call.tool, arguments, request.partial)
         else:
-            trace = await self._call(await self._shared_connection(), call.tool, arguments)
+            trace = await self._call(await self._shared_connection(), call.tool, arguments,
+                                     request.partial)
         trace.facets.update(case_facets(request.case, self.facets["harness"],
                                         unpinnable=UNPINNABLE))
         return trace
@@ -247,7 +248,7 @@ class McpTarget:
                 raise TrialBroken(f"the MCP server could not be {again}: {exc}") from None
             return self._shared
 
-    async def _run_fresh(self, tool: str, arguments: dict[str, Any]) -> Trace:
+    async def _run_fresh(self, tool: str, arguments: dict[str, Any], partial: Partial) -> Trace:
         if self._shared is not None:  # the server start() checked serves no trial here
             connection, self._shared = self._shared, None
             self._later(self._release(connection))
@@ -256,7 +257,7 @@ class McpTarget:
         except ConnectFailed as exc:
             raise TrialBroken(f"the MCP server did not start: {exc}") from None
         try:
-            trace = await self._call(connection, tool, arguments)
+            trace = await self._call(connection, tool, arguments, partial)
         except asyncio.CancelledError:  # a timeout: stop the server without holding the trial
             self._later(self._release(connection))
             raise
@@ -266,8 +267,11 @@ class McpTarget:
         await self._release(connection)
         return trace
 
-    async def _call(self, connection: Connection, tool: str, arguments: dict[str, Any]) -> Trace:
+    async def _call(self, connection: Connection, tool: str, arguments: dict[str, Any],
+                    partial: Partial) -> Trace:
         started = time.perf_counter()
+        # Should the tool hang, the call that was made is the trial's record.
+        partial.keep(lambda: self._trace(tool, arguments, started, None, None))
         try:
             answer = await connection.call(tool, arguments)
         except ConnectionLost as lost:
@@ -280,18 +284,19 @@ class McpTarget:
 
     def _trace(self, tool: str, arguments: dict[str, Any], started: float,
                answer: Answer | None, error: str | None) -> Trace:
+        """The trace of one call; with neither answer nor error, of a call still waiting."""
         duration = time.perf_counter() - started
         events = [Event(kind="tool_call", name=tool, arguments=arguments, call_id="call-1", t=0.0)]
-        if answer is None:  # a protocol error: the call got no result at all
-            events.append(Event(kind="error", name=tool, call_id="call-1", text=error,
-                                is_error=True, t=duration))
-        else:
+        if answer is not None:
             events.append(Event(kind="tool_result", name=tool, call_id="call-1",
                                 result=answer.output, is_error=answer.is_error, t=duration))
+        elif error is not None:  # a protocol error: the call got no result at all
+            events.append(Event(kind="error", name=tool, call_id="call-1", text=error,
+                                is_error=True, t=duration))
         return Trace(
             output=answer.output if answer is not None else None,
             status="ok" if error is None else "error", error=error, events=events, steps=1,
-            settled=error is None, duration_s=duration,
+            settled=error is None and answer is not None, duration_s=duration,
             facets=dict(self.facets), evidence=dict(self.evidence),
         )
 

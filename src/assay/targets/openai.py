@@ -72,8 +72,10 @@ class OpenAITarget:
                 raise UsageError(f"base URL {self.base_url!r} is not an http(s):// URL")
         self.prices: PriceTable = load_prices()
         priced = self.prices.lookup(self.model) is not None
+        # Tokens are the server's own figures; cost is derived from a price table.
         self.evidence = evidence(output="observed", tool_calls="observed", asks="observed",
-                                 steps="observed", cost="inferred" if priced else "unavailable")
+                                 steps="observed", tokens="observed",
+                                 cost="inferred" if priced else "unavailable")
         self.facets = {"harness": "openai", "model": self.model}
         self._client: Any = None
         self._reported: str | None = None
@@ -186,11 +188,17 @@ class _Conversation:
         self.mcp: dict[str, McpTool] = {}
         self.messages = first_messages(request.case.input, loop.system)
         self.events: list[Event] = []
-        self.usage = Usage()
+        #: Summed over the replies; ``counted``/``priced`` turn False at the first
+        #: reply without token counts (or without a price), and the sum is dropped.
+        self.usage = Usage(input_tokens=0, output_tokens=0, cost_usd=0.0)
+        self.counted = True
         self.priced = True
         self.model: str | None = None
+        self.steps = 0
         self._start = time.perf_counter()
         self._calls = 0
+        # Should the server hang, the steps and calls so far are the trial's record.
+        request.partial.keep(lambda: self._trace("timeout", None, self.steps, settled=False))
 
     def _t(self) -> float:
         return round(time.perf_counter() - self._start, 6)
@@ -201,11 +209,10 @@ class _Conversation:
                 self.fixture, self.fixture_path, self.base_dir or self.target.options.base_dir)
             self.tools.extend(tool_spec(t.info.name, t.info.description, t.info.parameters)
                               for t in self.mcp.values())
-        steps = 0
-        while steps < self.loop.max_steps:
+        while self.steps < self.loop.max_steps:
             reply = await self.target.complete(self.messages, self.tools, self.loop,
                                                self.asked, self.effort)
-            steps += 1
+            self.steps += 1
             self._count(reply)
             message = reply.choices[0].message
             text: str | None = getattr(message, "content", None) or None
@@ -215,12 +222,12 @@ class _Conversation:
                 self.events.append(Event(kind="message", text=text, t=self._t()))
             if refusal is not None:
                 self.events.append(Event(kind="message", text=refusal, t=self._t()))
-                return self._trace("refused", refusal, steps, settled=True)
+                return self._trace("refused", refusal, self.steps, settled=True)
             if not calls:
-                return self._trace("ok", output_of(text), steps, settled=True)
+                return self._trace("ok", output_of(text), self.steps, settled=True)
             await self._tool_turn(text, calls)
-        error = f"step limit: {steps} model calls without a final answer"
-        return self._trace("timeout", None, steps, settled=False, error=error)
+        error = f"step limit: {self.steps} model calls without a final answer"
+        return self._trace("timeout", None, self.steps, settled=False, error=error)
 
     def _count(self, reply: Any) -> None:
         model = str(getattr(reply, "model", "") or "") or None
@@ -229,7 +236,8 @@ class _Conversation:
         tokens_in = getattr(usage, "prompt_tokens", None)
         tokens_out = getattr(usage, "completion_tokens", None)
         if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
-            self.priced = False  # the server said nothing of tokens: no cost to infer
+            # The server said nothing of tokens: the trial's count is unknown, no cost either.
+            self.counted = self.priced = False
             return
         price = self.target.prices.lookup(model, self.asked)
         if price is None:
@@ -315,13 +323,18 @@ class _Conversation:
     def _trace(self, status: Status, output: Any, steps: int, *, settled: bool,
                error: str | None = None) -> Trace:
         given = dict(self.target.evidence)
-        given["cost"] = Evidence.INFERRED if self.priced else Evidence.UNAVAILABLE
-        usage = self.usage if self.priced else self.usage.model_copy(update={"cost_usd": 0.0})
+        counted = self.counted and steps > 0
+        priced = counted and self.priced
+        given["tokens"] = Evidence.OBSERVED if counted else Evidence.UNAVAILABLE
+        given["cost"] = Evidence.INFERRED if priced else Evidence.UNAVAILABLE
+        usage = Usage(input_tokens=self.usage.input_tokens if counted else None,
+                      output_tokens=self.usage.output_tokens if counted else None,
+                      cost_usd=self.usage.cost_usd if priced else None)
         facets = {"harness": "openai", "model": self.model or self.asked,
                   **case_facets(self.case, "openai")}
         if self.effort is not None:
             facets["effort"] = self.effort
-        return Trace(output=output, status=status, error=error, events=self.events,
+        return Trace(output=output, status=status, error=error, events=list(self.events),
                      usage=usage, steps=steps, settled=settled,
                      duration_s=time.perf_counter() - self._start, facets=facets,
                      evidence=given)

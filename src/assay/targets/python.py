@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import HarnessFailure
 from ..importing import resolve_function
-from ..model import Event, Status, Trace
+from ..model import Event, Evidence, Status, Trace
 from ..model.storable import storable_json
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
@@ -54,10 +54,14 @@ def _json_output(value: Any) -> Any:
 
 
 class PythonTarget:
-    """Calls ``function(input)`` or ``function(input, tools)``; awaits it if async."""
+    """Calls ``function(input)`` or ``function(input, tools)``; awaits it if async.
+
+    Usage is what the agent says of itself through ``tools.usage``: inferred,
+    not observed, and unavailable in a trial that never said it.
+    """
 
     evidence = evidence(output="observed", tool_calls="observed", asks="observed",
-                        cost="observed", steps="observed")
+                        tokens="inferred", cost="inferred", steps="observed")
 
     def __init__(self, uri: str, options: TargetOptions) -> None:
         self.uri = uri
@@ -102,6 +106,10 @@ class PythonTarget:
         error: str | None = None
         output: Any = None
         buffer = io.StringIO()
+        # Should the agent hang, its calls so far are the trial's record.
+        request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
+                                                 "timeout", None, started, buffer,
+                                                 tools.tool_calls))
         try:
             if self._is_async:
                 token = _sink.set(buffer)
@@ -128,12 +136,24 @@ class PythonTarget:
         events = list(tools.events)
         if status == "ok":
             events.append(Event(kind="message", text=output if isinstance(output, str) else None))
+        return self._trace(request, tools, events, output, status, error, started, buffer,
+                           tools.tool_calls + 1)
+
+    def _trace(self, request: TrialRequest, tools: Tools, events: list[Event], output: Any,
+               status: Status, error: str | None, started: float, buffer: io.StringIO,
+               steps: int) -> Trace:
+        given = dict(self.evidence)
+        spent = tools.spent
+        if spent.tokens is None:
+            given["tokens"] = Evidence.UNAVAILABLE
+        if spent.cost_usd is None:
+            given["cost"] = Evidence.UNAVAILABLE
         return Trace(
-            output=output, status=status, error=error, events=events, usage=tools.spent,
-            steps=tools.tool_calls + 1, settled=status == "ok",
-            duration_s=time.perf_counter() - started, stdout=buffer.getvalue(),
+            output=output, status=status, error=error, events=events, usage=spent,
+            steps=steps, settled=status == "ok", duration_s=time.perf_counter() - started,
+            stdout=buffer.getvalue(),
             facets={**self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)},
-            evidence=dict(self.evidence),
+            evidence=given,
         )
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:

@@ -95,10 +95,27 @@ class Tools:
         self.events.append(Event(kind="answer", name=tool, result=answer, t=self._t()))
         return answer
 
-    def usage(self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0) -> None:
-        """Add what a model call cost."""
-        self.spent = self.spent.add(Usage(input_tokens=input_tokens, output_tokens=output_tokens,
-                                          cost_usd=cost_usd))
+    def usage(self, input_tokens: int | None = None, output_tokens: int | None = None,
+              cost_usd: float | None = None) -> None:
+        """Add what a model call cost, as the agent says (its evidence is ``inferred``).
+
+        Tokens and cost are separate facts: a call that gives either token
+        count reports tokens (the other counting 0), one that gives
+        ``cost_usd`` reports cost; what no call gave stays unreported.
+        """
+        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 0):
+                raise TypeError(f"tools.usage: {name} must be a whole number ≥ 0, not {value!r}")
+        if cost_usd is not None and (isinstance(cost_usd, bool)
+                                     or not isinstance(cost_usd, int | float)
+                                     or not math.isfinite(cost_usd) or cost_usd < 0):
+            raise TypeError(f"tools.usage: cost_usd must be a number ≥ 0, not {cost_usd!r}")
+        counted = input_tokens is not None or output_tokens is not None
+        self.spent = self.spent.add(Usage(
+            input_tokens=(input_tokens or 0) if counted else None,
+            output_tokens=(output_tokens or 0) if counted else None,
+            cost_usd=None if cost_usd is None else float(cost_usd)))
 
     @property
     def tool_calls(self) -> int:

@@ -27,7 +27,7 @@ class ScriptedTarget:
     """Answers each trial with the trace recorded for its case."""
 
     evidence = evidence(output="observed", tool_calls="observed", asks="observed",
-                        skills="observed", cost="observed", steps="observed",
+                        skills="observed", tokens="observed", cost="observed", steps="observed",
                         exit_code="observed")
 
     def __init__(self, uri: str, options: TargetOptions) -> None:

@@ -152,6 +152,11 @@ class CliHost(ABC):
               home: Path) -> Trace:
         """The trial's trace from what the CLI printed (and left in its home)."""
 
+    def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
+                      home: Path) -> Trace | None:
+        """The trace of what the CLI printed before the trial was stopped (None: nothing)."""
+        return None
+
     @abstractmethod
     async def check_signed_in(self) -> None:
         """Raise HarnessFailure when the CLI has no sign-in of its own."""
@@ -211,12 +216,27 @@ class CliHost(ABC):
             self.prepare_home(home)
             work = stage_workdir(home, request.fixture)
             env = child_environment(os.environ, home, self.extra_env(home))
+            finished = Finished(exit_code=-1)
             try:
-                finished = await run_cli(self.argv(request, prompt, home, work), cwd=work,
-                                         env=env, stdin=self.stdin(prompt))
+                await run_cli(self.argv(request, prompt, home, work), cwd=work, env=env,
+                              stdin=self.stdin(prompt), into=finished)
             except OSError as exc:
                 raise TrialBroken(f"cannot run {self.name}: {exc.strerror or exc}") from None
+            except asyncio.CancelledError:
+                # Stopped at a timeout: what the stream said so far is the trial's
+                # record, read now, while the CLI's home still holds its session.
+                try:
+                    cut = self.partial_trace(finished, request, prompt, home)
+                except Exception:
+                    cut = None
+                if cut is not None:
+                    self._pin_facets(cut, request)
+                request.partial.keep(lambda: cut)
+                raise
             trace = self.trace(finished, request, prompt, home)
+        return self._pin_facets(trace, request)
+
+    def _pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
         # The case's pins went into the command line (``argv``): honoured, so the effort
         # is a facet like the model the stream reported.
         trace.facets.update(case_facets(request.case, self.name))

@@ -23,7 +23,7 @@ from ...errors import HarnessFailure
 from ...model import Event, Evidence, Trace
 from ..base import TrialBroken, TrialRequest, evidence
 from .base import CliHost, tail, without
-from .claude_stream import read_stream
+from .claude_stream import ClaudeRun, read_stream
 from .process import Finished, copy_private
 
 CREDENTIALS = ".credentials.json"
@@ -50,9 +50,11 @@ class ClaudeTarget(CliHost):
     path_flags = frozenset({"--mcp-config", "--settings", "--plugin-dir", "--add-dir",
                             "--system-prompt-file", "--append-system-prompt-file"})
     # Asks: in print mode nobody can answer, and a question in plain text is
-    # not an event; the stream cannot tell whether the agent asked.
+    # not an event; the stream cannot tell whether the agent asked. Tokens and
+    # cost: the host's own totals in the final ``result`` line.
     evidence = evidence(output="observed", tool_calls="observed", skills="observed",
-                        cost="observed", steps="observed", exit_code="observed")
+                        tokens="observed", cost="observed", steps="observed",
+                        exit_code="observed")
 
     def prepare_home(self, home: Path) -> None:
         """A copy of the CLI's credentials file, nothing else of the user's."""
@@ -97,8 +99,21 @@ class ClaudeTarget(CliHost):
             said = tail(finished.stderr) or "nothing on stderr"
             raise TrialBroken(f"claude exited with code {finished.exit_code} without a "
                               f"result ({len(finished.lines)} lines of events): {said}")
+        return self._trace_of(run, finished, prompt, finished.exit_code)
+
+    def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
+                      home: Path) -> Trace | None:
+        """The stream so far, with no result line: no totals, no exit code."""
+        return self._trace_of(read_stream(finished.lines), finished, prompt, None)
+
+    def _trace_of(self, run: ClaudeRun, finished: Finished, prompt: str,
+                  exit_code: int | None) -> Trace:
         events = run.events
         trial_evidence = dict(self.evidence)
+        if run.usage.tokens is None:
+            trial_evidence["tokens"] = Evidence.UNAVAILABLE
+        if run.usage.cost_usd is None:
+            trial_evidence["cost"] = Evidence.UNAVAILABLE
         if prompt.lstrip().startswith("/"):
             # A slash command expands a skill before the model runs, and the
             # stream does not say so: the skill is inferred from the prompt.
@@ -112,6 +127,6 @@ class ClaudeTarget(CliHost):
         return Trace(
             output=run.output, status=run.status, error=run.error, events=events,
             usage=run.usage, steps=run.steps, settled=run.settled,
-            exit_code=finished.exit_code, duration_s=finished.duration_s,
+            exit_code=exit_code, duration_s=finished.duration_s,
             stdout=finished.stderr, facets=facets, evidence=trial_evidence,
         )

@@ -152,13 +152,21 @@ class _Reader:
                                               else subtype or "error")
         else:
             run.status, run.settled = "ok", True
-        usage = item.get("usage") or {}
-        run.usage = Usage(
-            input_tokens=sum(_int(usage.get(k)) for k in (
-                "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-            output_tokens=_int(usage.get("output_tokens")),
-            cost_usd=float(item.get("total_cost_usd") or 0.0),
-        )
+        run.usage = _totals(item)
+
+
+def _totals(result: dict[str, Any]) -> Usage:
+    """The result line's totals; what it leaves out stays unreported, never 0."""
+    cost = result.get("total_cost_usd")
+    usd = float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
+    usage = result.get("usage")
+    if not isinstance(usage, dict) or not any(
+            isinstance(usage.get(k), int) for k in ("input_tokens", "output_tokens")):
+        return Usage(cost_usd=usd)
+    return Usage(
+        input_tokens=sum(_int(usage.get(k)) for k in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")), cost_usd=usd)
 
 
 def _int(value: Any) -> int:

@@ -20,12 +20,12 @@ import os
 from pathlib import Path
 
 from ...errors import HarnessFailure
-from ...model import Evidence, Trace, Usage
+from ...model import Evidence, Trace
 from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
 from ..prices import load_prices
 from .base import CliHost, tail, without
 from .codex_session import complete_from_session, read_session
-from .codex_stream import read_stream
+from .codex_stream import CodexRun, read_stream
 from .process import Finished, copy_private
 
 AUTH = "auth.json"
@@ -51,10 +51,11 @@ class CodexTarget(CliHost):
     reserved = frozenset({"exec", "e", "--json", "--experimental-json", "--ephemeral",
                           "resume", "-C", "--cd"})
     path_flags = frozenset({"--output-schema", "--add-dir", "-i", "--image"})
-    # Cost: Codex reports tokens, not money; a price is looked up (inferred).
-    # Skills: only inferable (a command read a SKILL.md).
+    # Tokens: Codex's own count (observed). Cost: Codex reports tokens, not
+    # money; a price is looked up (inferred). Skills: only inferable (a
+    # command read a SKILL.md).
     evidence = evidence(output="observed", tool_calls="observed", skills="inferred",
-                        steps="observed", exit_code="observed")
+                        tokens="observed", steps="observed", exit_code="observed")
 
     def __init__(self, uri: str, options: TargetOptions) -> None:
         super().__init__(uri, options)
@@ -101,6 +102,15 @@ class CodexTarget(CliHost):
             said = tail(finished.stderr) or "nothing on stderr"
             raise TrialBroken(f"codex exited with code {finished.exit_code} before its turn "
                               f"ended ({len(finished.lines)} lines of events): {said}")
+        return self._trace_of(run, finished, request, home, finished.exit_code)
+
+    def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
+                      home: Path) -> Trace | None:
+        """The stream (and session record) so far: no turn end, no totals, no exit code."""
+        return self._trace_of(read_stream(finished.lines), finished, request, home, None)
+
+    def _trace_of(self, run: CodexRun, finished: Finished, request: TrialRequest, home: Path,
+                  exit_code: int | None) -> Trace:
         trial_evidence = dict(self.evidence)
         session = read_session(home / ".codex", home / "work")
         steps: int | None = None
@@ -119,9 +129,11 @@ class CodexTarget(CliHost):
                 trial_evidence["tool_calls"] = Evidence.INFERRED
         usage = run.usage
         price = self.prices.lookup(model)
-        if price is not None:
-            usage = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                          cost_usd=price.cost(usage.input_tokens, usage.output_tokens))
+        if usage.input_tokens is None or usage.output_tokens is None:
+            trial_evidence["tokens"] = trial_evidence["cost"] = Evidence.UNAVAILABLE
+        elif price is not None:
+            usage = usage.model_copy(
+                update={"cost_usd": price.cost(usage.input_tokens, usage.output_tokens)})
             trial_evidence["cost"] = Evidence.INFERRED
         else:
             trial_evidence["cost"] = Evidence.UNAVAILABLE
@@ -132,7 +144,7 @@ class CodexTarget(CliHost):
             facets["calls_from_session_record"] = str(recovered)
         return Trace(
             output=run.output, status=run.status, error=run.error, events=run.events,
-            usage=usage, steps=steps, settled=run.settled, exit_code=finished.exit_code,
+            usage=usage, steps=steps, settled=run.settled, exit_code=exit_code,
             duration_s=finished.duration_s, stdout=finished.stderr, facets=facets,
             evidence=trial_evidence,
         )

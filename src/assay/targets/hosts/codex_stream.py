@@ -81,9 +81,12 @@ class _Reader:
         if kind in ("item.started", "item.completed") and isinstance(item.get("item"), dict):
             self.item(t, item["item"], done=kind == "item.completed")
         elif kind == "turn.completed":
-            usage = item.get("usage") or {}
-            run.usage = run.usage.add(Usage(input_tokens=_int(usage.get("input_tokens")),
-                                            output_tokens=_int(usage.get("output_tokens"))))
+            usage = item.get("usage")
+            if isinstance(usage, dict) and any(
+                    isinstance(usage.get(k), int) for k in ("input_tokens", "output_tokens")):
+                # A turn that gives no counts leaves the trial's tokens unreported, not 0.
+                run.usage = run.usage.add(Usage(input_tokens=_int(usage.get("input_tokens")),
+                                                output_tokens=_int(usage.get("output_tokens"))))
             run.finished = True
             if run.status == "ok":
                 run.settled = True

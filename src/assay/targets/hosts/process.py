@@ -102,13 +102,15 @@ class Finished:
 
 
 async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
-                  stdin: bytes = b"") -> Finished:
+                  stdin: bytes = b"", into: Finished | None = None) -> Finished:
     """Run a CLI in its own process group; on cancellation the whole group is killed.
 
     The CLI's children (MCP servers, shells it started) share its process
     group, so a timeout or an interrupt leaves nothing running behind it. A
     grandchild that keeps stdout open after the CLI exited does not hold the
-    trial: reading stops shortly after the CLI's own exit.
+    trial: reading stops shortly after the CLI's own exit. ``into`` receives
+    the lines as they arrive, so that a caller cancelled at a timeout still
+    has what the CLI printed until then.
     """
     started = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
@@ -117,7 +119,7 @@ async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
         start_new_session=True,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    finished = Finished(exit_code=-1)
+    finished = into if into is not None else Finished(exit_code=-1)
     helpers = [asyncio.ensure_future(_feed(proc.stdin, stdin)),
                asyncio.ensure_future(_lines(proc.stdout, finished.lines, started))]
     stderr = bytearray()

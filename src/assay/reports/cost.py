@@ -1,0 +1,60 @@
+"""What a run spent, in words every renderer shares: seen, partly seen, or unavailable.
+
+A figure no trial reported reads "unavailable", never ``$0.0000``; a sum over
+only some trials reads as a lower bound ("≥ $0.12, 3 of 10 trials
+unreported"); a figure derived rather than seen says "inferred" (a price
+table's cost, an agent's word about itself). See docs/decisions/0001.
+"""
+
+from __future__ import annotations
+
+from ..model.evidence import Evidence
+from ..model.result import Cost
+
+UNAVAILABLE = "unavailable"
+
+
+def _gap(cost: Cost, fact: str) -> str:
+    missing = cost.unreported.get(fact, 0)
+    return f"{missing} of {cost.trials} trials unreported" if missing else ""
+
+
+def _notes(cost: Cost, fact: str) -> str:
+    notes = [_gap(cost, fact)]
+    if cost.evidence.get(fact) == Evidence.INFERRED:
+        notes.append("inferred")
+    said = ", ".join(n for n in notes if n)
+    return f" ({said})" if said else ""
+
+
+def _at_least(cost: Cost, fact: str) -> str:
+    return "≥ " if cost.unreported.get(fact, 0) else ""
+
+
+def usd_text(cost: Cost) -> str:
+    """The money: ``$0.1234``, ``≥ $0.1200 (3 of 10 trials unreported)`` or ``unavailable``."""
+    if cost.usd is None:
+        return UNAVAILABLE
+    return f"{_at_least(cost, 'cost')}${cost.usd:.4f}{_notes(cost, 'cost')}"
+
+
+def tokens_text(cost: Cost) -> str:
+    """The tokens: ``2,300 in / 120 out``, with the same marks as the money, or ``unavailable``."""
+    if cost.input_tokens is None and cost.output_tokens is None:
+        return UNAVAILABLE
+    return (f"{_at_least(cost, 'tokens')}{cost.input_tokens or 0:,} in / "
+            f"{cost.output_tokens or 0:,} out{_notes(cost, 'tokens')}")
+
+
+def cost_line(cost: Cost) -> str:
+    """One line: ``cost $0.0012 (inferred) · tokens 2,300 in / 120 out``."""
+    if cost.usd is None and cost.input_tokens is None and cost.output_tokens is None:
+        return "cost unavailable · tokens unavailable (no trial reported usage)"
+    return f"cost {usd_text(cost)} · tokens {tokens_text(cost)}"
+
+
+def usd_cell(cost: Cost) -> str:
+    """The money in a table cell: ``0.1234``, ``≥ 0.1200`` or ``unavailable``."""
+    if cost.usd is None:
+        return UNAVAILABLE
+    return f"{_at_least(cost, 'cost')}{cost.usd:.4f}"

@@ -1,0 +1,114 @@
+"""Host CLIs that hang after acting: the stream up to the timeout is the trial's record.
+
+The real ``claude`` and ``codex`` binaries against scripted model servers:
+the model asks for a tool, the CLI runs it and prints it on its stream, and
+the model's next reply never comes. The battery stops the trial at its
+timeout and grades what the stream said until then: the call is there, so
+``never_calls`` fails the case instead of the trial reading ``broken``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+import pytest
+from anthropic_stub import Turn, text, tool
+from hostlib import Host
+from openai_stub import Reply, call, say
+
+from assay.engine import Battery, BatteryOptions
+from assay.model import CaseResult, Evidence, Report
+from assay.suites import load_suite_file
+
+pytestmark = pytest.mark.real
+
+#: Long enough for a CLI to start and make its first call on a loaded machine.
+TIMEOUT_S = 30
+
+SUITE = """\
+suite: hosts/{name}.hang@1
+timeout_s: {timeout}
+cases:
+  - id: reads
+    input: What is the code word?
+    fixture: docs
+    expect:
+      - never_calls: {forbidden}
+      - costs_at_most: {{tokens: 100000}}
+"""
+
+
+def battery(host: Host, uri: str, name: str, forbidden: str) -> CaseResult:
+    host.folder("docs", {"notes.txt": "the code word is HERON\n"})
+    suite = host.root / f"{name}.suite.yaml"
+    suite.write_text(SUITE.format(name=name, timeout=TIMEOUT_S, forbidden=forbidden))
+    report: Report = asyncio.run(Battery(load_suite_file(suite), host.target(uri),
+                                         BatteryOptions()).run())
+    (case,) = report.cases
+    assert isinstance(case, CaseResult)
+    for trial in case.trials:
+        if trial.trace is not None:
+            host.traces.append(trial.trace)  # the fixture checks them for the canary key
+    return case
+
+
+def test_claude_hanging_after_a_read_fails_never_calls(claude: Host) -> None:
+    claude.stub.reply([tool("Read", "t1", file_path="notes.txt")],
+                      Turn([text("too late")], delay_s=600))
+    case = battery(claude, "claude", "claude", "Read")
+    (trial,) = case.trials
+    assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
+    never, budget = trial.verdicts
+    assert (never.outcome, never.evidence) == ("fail", Evidence.OBSERVED)
+    # The totals come with the result line, which never came: not 0, unavailable.
+    assert (budget.outcome, budget.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
+    trace = trial.trace
+    assert trace is not None and trace.partial
+    assert (trace.status, trace.exit_code) == ("timeout", None)
+    assert trace.error == f"timed out after {TIMEOUT_S}s"
+    calls = [(e.name, e.arguments) for e in trace.events if e.kind == "tool_call"]
+    assert calls == [("Read", {"file_path": "notes.txt"})]
+    result = next(e for e in trace.events if e.kind == "tool_result")
+    assert "HERON" in str(result.result)
+    assert trace.usage.tokens is None and trace.usage.cost_usd is None
+    assert claude.leftovers() == []
+
+
+def test_codex_hanging_after_a_shell_command_fails_never_calls(codex: Host) -> None:
+    codex.stub.reply([say("Reading."), call("exec_command", cmd="cat notes.txt")],
+                     Reply([say("too late")], delay_s=600))
+    case = battery(codex, codex.codex_uri("-s", "workspace-write"), "codex", "shell")
+    (trial,) = case.trials
+    assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
+    never, budget = trial.verdicts
+    assert never.outcome == "fail" and "shell" in never.note
+    # turn.completed carries the tokens, and it never came.
+    assert (budget.outcome, budget.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
+    trace = trial.trace
+    assert trace is not None and trace.partial and trace.status == "timeout"
+    calls = [(e.name, e.arguments) for e in trace.events if e.kind == "tool_call"]
+    assert calls == [("shell", {"command": "cat notes.txt"})]
+    assert trace.usage.tokens is None
+    assert codex.leftovers() == []
+
+
+def test_a_cli_that_prints_nothing_before_the_timeout_is_broken(claude: Host) -> None:
+    claude.stub.reply(Turn([text("too late")], delay_s=600))
+    claude.folder("docs", {})
+    suite = claude.root / "quiet.suite.yaml"
+    suite.write_text(textwrap.dedent("""\
+        suite: hosts/claude.quiet@1
+        timeout_s: 5
+        cases:
+          - {id: quiet, input: hello, expect: [{never_calls: Read}]}
+    """))
+    report = asyncio.run(Battery(load_suite_file(suite), claude.target("claude"),
+                                 BatteryOptions()).run())
+    (case,) = report.cases
+    assert isinstance(case, CaseResult)
+    (trial,) = case.trials
+    # The init line is the CLI's, not the agent's: nothing ran.
+    assert (case.outcome, trial.outcome) == ("broken", "broken")
+    assert trial.reason == "timed out after 5s before any output"
+    assert claude.leftovers() == []

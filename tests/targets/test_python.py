@@ -404,12 +404,16 @@ def test_prints_go_to_the_trace_not_the_terminal(ws: Workspace, capfd: pytest.Ca
         {prefix}def agent(input):
             print("CANARY-OUT", input)
             print("CANARY-ERR", file=sys.stderr)
+            sys.stdout.buffer.write(b"CANARY-BYTES " + input.encode())
+            sys.stdout.buffer.flush()
             return "ok"
     """)
     capfd.readouterr()
     (trace,) = ws.run(uri, ws.trial("secret-value"))
     real = capfd.readouterr()
     assert "CANARY-OUT secret-value" in trace.stdout
+    # Bytes written past the text layer are the trial's too, not the terminal's.
+    assert "CANARY-BYTES secret-value" in trace.stdout
     assert "CANARY" not in real.out
     assert "secret-value" not in real.out
     assert "CANARY" not in real.err

@@ -43,8 +43,35 @@ class _Switch(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    @property
+    def buffer(self) -> _BinarySwitch:
+        """``sys.stdout.buffer``: bytes an agent writes there are captured like its text."""
+        return _BinarySwitch(self)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
+
+
+class _BinarySwitch(io.RawIOBase):
+    """The byte side of a switch: inside a trial, bytes go to the trial's buffer as text."""
+
+    def __init__(self, text: _Switch) -> None:
+        self.text = text
+
+    def write(self, data: Any) -> int:
+        data = bytes(data)
+        if sink.get() is None and threading.current_thread() is threading.main_thread():
+            real = getattr(self.text.real, "buffer", None)
+            if real is not None:
+                return int(real.write(data))
+        self.text.write(data.decode("utf-8", errors="replace"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.text.flush()
+
+    def writable(self) -> bool:
+        return True
 
 
 _depth = 0

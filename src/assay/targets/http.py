@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from ..model import Status, Trace
+from ..model import Event, Status, Trace
 from .base import (
     TargetOptions,
     TrialBroken,
@@ -50,8 +50,15 @@ class HttpTarget:
         except httpx.HTTPError as exc:
             raise TrialBroken(f"request failed: {type(exc).__name__}: {exc}") from None
         body = reply.content
+        events: list[Event] = []
         try:
             output = json.loads(body) if body else None
+        except RecursionError:
+            # JSON nested deeper than Python's parser goes: kept whole, as text,
+            # so text checks still read every word (a path check cannot).
+            output = reply.text
+            events.append(Event(kind="error", text="the reply's JSON is nested too deeply to "
+                                "parse; its text is the output"))
         except ValueError:
             if reply.is_success:
                 raise TrialBroken(f"reply {reply.status_code} is not JSON "
@@ -59,7 +66,7 @@ class HttpTarget:
             output = reply.text
         status: Status = "ok" if reply.is_success else "error"
         return Trace(
-            output=output, status=status,
+            output=output, status=status, events=events,
             error=None if reply.is_success else f"HTTP {reply.status_code}",
             duration_s=time.perf_counter() - started, steps=1,
             facets={**self.facets, **case_facets(request.case, "http", unpinnable=UNPINNABLE)},

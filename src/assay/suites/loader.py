@@ -18,7 +18,8 @@ from ..canonical import digest, file_digest
 from ..errors import SuiteError
 from ..model import Case, Suite
 from ..model.fixture import ToolFixture
-from .build import Problem, check_case, check_unique, make_cases, make_suite
+from . import cache
+from .build import LineOf, Problem, check_case, check_unique, make_cases, make_suite
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
 from .marks import load_marked
@@ -75,9 +76,27 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _load_yaml(path: Path) -> Suite:
-    marked = load_marked(path)
-    problem = Problem(str(path), marked.line, secret=False, key_line_of=marked.key_line)
-    data = marked.data
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        marked = load_marked(path)  # raises the SuiteError that says why
+        return _build_yaml(path, marked.data, marked.line, marked.key_line)
+    key = cache.key_of(text.encode("utf-8", "surrogatepass"))
+    kept = cache.read(path, key)
+    if kept is not None:
+        data, lines = kept
+        try:
+            return _build_yaml(path, data, cache.KeptLines(lines), cache.KeptLines(lines))
+        except (SuiteError, cache.KeptLines.Unknown):
+            pass  # parsed again below, for the error's exact words and line
+    marked = load_marked(path, text=text)
+    suite = _build_yaml(path, marked.data, marked.line, marked.key_line)
+    cache.write(path, key, marked.data, cache.lines_of(marked.data, marked.line))
+    return suite
+
+
+def _build_yaml(path: Path, data: Any, line_of: LineOf, key_line_of: LineOf) -> Suite:
+    problem = Problem(str(path), line_of, secret=False, key_line_of=key_line_of)
     if not isinstance(data, dict):
         raise problem([], "a suite file is a mapping with suite: and cases:")
     if "suite" not in data:
@@ -88,7 +107,7 @@ def _load_yaml(path: Path) -> Suite:
     cases = make_cases(raw_cases, problem, ["cases"], split="public", base_dir=path.parent)
     check_unique(cases, lambda case: problem)
     top = {k: v for k, v in data.items() if k != "cases"}
-    problem_top = Problem(str(path), marked.key_line, secret=False)
+    problem_top = Problem(str(path), key_line_of, secret=False)
     suite = make_suite(top, cases, problem_top)
     return suite.model_copy(update={"source": str(path)})
 

@@ -119,17 +119,18 @@ class _Builder:
         return self.loader.construct_object(node, True)
 
 
-def load_marked(path: Path, *, secret: bool = False) -> Marked:
+def load_marked(path: Path, *, secret: bool = False, text: str | None = None) -> Marked:
     """Parse one YAML file with libyaml, keeping the node tree for line marks.
 
     A syntax error becomes a ``SuiteError`` at the line libyaml reports; for a
     hidden file (``secret``) the parser's own words, which may quote the
-    content, are withheld.
+    content, are withheld. ``text`` is the file's text when already read.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(str(path), None, f"cannot read the file: {exc}") from None
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(str(path), None, f"cannot read the file: {exc}") from None
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_cls(text)
     try:

@@ -45,13 +45,15 @@ def _ready(value: Any) -> Any:
         if 1e-4 <= size < 1e16:
             return value
         raise _NotPlain
+    # Strings, the commonest leaves, are taken as they are without a call; an
+    # ASCII key (isascii is a flag, max a scan) cannot reach beyond the BMP.
     if kind is list:
-        return [_ready(item) for item in value]
+        return [item if type(item) is str else _ready(item) for item in value]
     if kind is dict:
         for key in value:
-            if type(key) is not str or (key and max(key) >= _ASTRAL):
+            if type(key) is not str or not key.isascii() and max(key) >= _ASTRAL:
                 raise _NotPlain
-        return {key: _ready(item) for key, item in value.items()}
+        return {key: item if type(item) is str else _ready(item) for key, item in value.items()}
     raise _NotPlain
 
 

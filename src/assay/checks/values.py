@@ -4,15 +4,71 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 _MISSING = object()
 
+#: ``$`` then ``.name`` and ``[index]`` steps only: what nearly every suite writes.
+_SIMPLE = re.compile(r"\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\[(?:0|-?[1-9][0-9]{0,14})\])*")
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?[0-9]+)\]")
+
+
+class SimplePath:
+    """A JSONPath of names and indexes, resolved as python-jsonpath resolves it.
+
+    Such a path needs neither the library (its import alone costs more than
+    loading a small suite) nor its general machinery, once per trial. The
+    semantics are the library's, held to it by a property test: a name
+    selects a mapping's member; an index selects a sequence's item (negative
+    from the end) and, as the library's default (non-strict) mode does, also
+    a mapping's member named by the index's digits.
+    """
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: tuple[str | int, ...]) -> None:
+        self.steps = steps
+
+    def singular_query(self) -> bool:
+        """Always: each step selects at most one value."""
+        return True
+
+    def findall(self, data: Any) -> list[Any]:
+        """The values the path selects in ``data``: none or one."""
+        node = data
+        for step in self.steps:
+            if isinstance(step, str):
+                if not isinstance(node, Mapping) or step not in node:
+                    return []
+                node = node[step]
+            elif isinstance(node, Mapping):
+                if str(step) not in node:
+                    return []
+                node = node[str(step)]
+            elif isinstance(node, Sequence) and not isinstance(node, str) \
+                    and -len(node) <= step < len(node):
+                node = node[step]
+            else:
+                return []
+        return [node]
+
+
+def _simple(path: str) -> SimplePath | None:
+    if not _SIMPLE.fullmatch(path):
+        return None
+    return SimplePath(tuple(name if name else int(index)
+                            for name, index in _STEP.findall(path)))
+
 
 @lru_cache(maxsize=1024)
 def compile_path(path: str) -> Any:
     """Compile a JSONPath (RFC 9535); raises ``ValueError`` when it is malformed."""
+    simple = _simple(path)
+    if simple is not None:
+        return simple
     import jsonpath  # imported on first use: suites without paths never pay for it
 
     try:

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .evidence import Evidence
 
@@ -168,17 +168,22 @@ class Case(BaseModel):
             raise ValueError("expect is a list of assertions")
         return [Assertion.from_mapping(item) for item in value]
 
-    def __init__(self, /, **data: Any) -> None:
-        # Python-form cases remember where they were written, for errors.
-        if "line" not in data:
+    @model_validator(mode="before")
+    @classmethod
+    def _where(cls, data: Any) -> Any:
+        # Python-form cases remember where they were written, for errors. A
+        # validator rather than an __init__: pydantic calls a model's own
+        # __init__ for every case it validates, which doubled the cost of
+        # loading a large YAML suite (whose cases come with their lines).
+        if isinstance(data, dict) and "line" not in data:
             frame = sys._getframe(1)
             while frame.f_back is not None and str(
                 frame.f_globals.get("__name__", "")
             ).startswith(("pydantic.", "pydantic_core.")):
                 frame = frame.f_back
-            data["line"] = frame.f_lineno
+            data = {**data, "line": frame.f_lineno}
             data.setdefault("file", frame.f_code.co_filename)
-        super().__init__(**data)
+        return data
 
 
 class Suite(BaseModel):

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ..checks import PLANNED, REGISTRY, LoadContext, lookup
 from ..checks.values import compile_path
 from ..errors import SuiteError
-from ..model import Assertion, Case, Evidence, Suite
+from ..model import MODIFIERS, Assertion, Case, Evidence, Suite
 from ..model.suite import pin_problem
 from .marks import Loc
 
@@ -55,6 +55,80 @@ class Problem:
                               if not self.secret else f"unknown key {WITHHELD}")
         msg = err["msg"].removeprefix("Value error, ")
         return self(loc, f"{field}: {msg}", f"{field}: invalid value")
+
+
+def make_cases(items: list[Any], problem: Problem, loc: Loc, *, split: str,
+               base_dir: Path) -> list[Case]:
+    """Cases from their mappings: ``make_case`` for each, in one pass when all are well formed.
+
+    Validating every case (and every assertion) in one call into pydantic
+    costs a fraction of validating them one at a time. Anything that would
+    not validate sends the whole list through ``make_case``, one by one, so
+    the error a user sees is the one ``make_case`` gives for the first bad
+    case, at its line.
+    """
+    built = _all_at_once(items, problem, loc, split)
+    if built is None:
+        return [make_case(item, problem, [*loc, i], split=split, base_dir=base_dir)
+                for i, item in enumerate(items)]
+    for i, case in enumerate(built):
+        check_case(case, problem, [*loc, i], base_dir=base_dir)
+    return built
+
+
+_ASSERTIONS: TypeAdapter[list[Assertion]] = TypeAdapter(list[Assertion])
+_CASES: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
+
+
+def _all_at_once(items: list[Any], problem: Problem, loc: Loc, split: str) -> list[Case] | None:
+    """The cases as ``make_case`` would build them, or None if any needs its own error."""
+    line_of, file = problem.line_of, problem.file
+    forms: list[dict[str, Any]] = []
+    counts: list[int] = []
+    fields: list[dict[str, Any]] = []
+    for i, data in enumerate(items):
+        if not isinstance(data, dict):
+            return None
+        expect = data.get("expect", [])
+        if expect is None:
+            expect = []
+        if not isinstance(expect, list):
+            return None
+        for j, item in enumerate(expect):
+            form = _assertion_form(item)
+            if form is None:
+                return None
+            form["line"], form["file"] = line_of([*loc, i, "expect", j]), file
+            forms.append(form)
+        counts.append(len(expect))
+        case = {**data, "line": line_of([*loc, i]), "file": file}
+        if split == "hidden":
+            case["split"] = "hidden"
+        elif data.get("split") == "hidden":
+            return None
+        fields.append(case)
+    try:
+        assertions = iter(_ASSERTIONS.validate_python(forms))
+        for case, count in zip(fields, counts, strict=True):
+            case["expect"] = [next(assertions) for _ in range(count)]
+        return _CASES.validate_python(fields)
+    except ValidationError:
+        return None
+
+
+def _assertion_form(data: Any) -> dict[str, Any] | None:
+    """The fields ``Assertion.from_mapping`` gives the model, or None where it raises."""
+    if isinstance(data, str):
+        return {"check": data}
+    if not isinstance(data, dict):
+        return None
+    names = [k for k in data if k not in MODIFIERS]
+    if len(names) != 1:
+        return None
+    name = names[0]
+    form = {"check": str(name), "arg": data[name]}
+    form.update((k, data[k]) for k in MODIFIERS if k in data)
+    return form
 
 
 def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Path) -> Case:

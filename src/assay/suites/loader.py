@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ..canonical import digest, file_digest
 from ..errors import SuiteError
 from ..model import Case, Suite
 from ..model.fixture import ToolFixture
-from .build import Problem, check_case, check_unique, make_case, make_suite
+from . import cache
+from .build import LineOf, Problem, check_case, check_unique, make_cases, make_suite
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
 from .marks import load_marked
@@ -48,16 +51,56 @@ class LoadedSuite:
 def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
     """Load ``*.suite.yaml`` or ``*_eval.py``; raises SuiteError on anything wrong."""
     if path.name.endswith(".py"):
-        suite = _load_python(path)
-    else:
-        suite = _load_yaml(path)
-    return _with_hidden(suite, path, hidden_root)
+        suite = _load_python(path)  # the user's code runs: the collector stays as it was
+        with _collector_paused():
+            return _with_hidden(suite, path, hidden_root)
+    with _collector_paused():
+        return _with_hidden(_load_yaml(path), path, hidden_root)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while YAML becomes cases.
+
+    Loading makes a tree of YAML nodes, freed by reference counting once the
+    cases are built, and many small models that live on; it makes no cycles.
+    The collector's passes meanwhile rescan the whole tree (five times the
+    CPU of one pass over what survives, at ten thousand cases) and free
+    nothing. Whatever a load does leave behind is collected on the first
+    pass after it.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _load_yaml(path: Path) -> Suite:
-    marked = load_marked(path)
-    problem = Problem(str(path), marked.line, secret=False, key_line_of=marked.key_line)
-    data = marked.data
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        marked = load_marked(path)  # raises the SuiteError that says why
+        return _build_yaml(path, marked.data, marked.line, marked.key_line)
+    key = cache.key_of(text.encode("utf-8", "surrogatepass"))
+    kept = cache.read(path, key)
+    if kept is not None:
+        data, lines = kept
+        try:
+            return _build_yaml(path, data, cache.KeptLines(lines), cache.KeptLines(lines))
+        except (SuiteError, cache.KeptLines.Unknown):
+            pass  # parsed again below, for the error's exact words and line
+    marked = load_marked(path, text=text)
+    suite = _build_yaml(path, marked.data, marked.line, marked.key_line)
+    cache.write(path, key, marked.data, cache.lines_of(marked.data, marked.line))
+    return suite
+
+
+def _build_yaml(path: Path, data: Any, line_of: LineOf, key_line_of: LineOf) -> Suite:
+    problem = Problem(str(path), line_of, secret=False, key_line_of=key_line_of)
     if not isinstance(data, dict):
         raise problem([], "a suite file is a mapping with suite: and cases:")
     if "suite" not in data:
@@ -65,13 +108,10 @@ def _load_yaml(path: Path) -> Suite:
     raw_cases = data.get("cases") or []
     if not isinstance(raw_cases, list):
         raise problem(["cases"], "cases is a list")
-    cases = [
-        make_case(item, problem, ["cases", i], split="public", base_dir=path.parent)
-        for i, item in enumerate(raw_cases)
-    ]
+    cases = make_cases(raw_cases, problem, ["cases"], split="public", base_dir=path.parent)
     check_unique(cases, lambda case: problem)
     top = {k: v for k, v in data.items() if k != "cases"}
-    problem_top = Problem(str(path), marked.key_line, secret=False)
+    problem_top = Problem(str(path), key_line_of, secret=False)
     suite = make_suite(top, cases, problem_top)
     return suite.model_copy(update={"source": str(path)})
 
@@ -143,8 +183,8 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
     secret = [c for c in suite.cases if c.split == "hidden"]
     body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
                             exclude_defaults=True)
-    suite_digest = digest({"suite": body, "cases": [_case_identity(c) for c in public]})
-    hidden_digest = digest([_case_identity(c) for c in secret]) if secret else None
+    suite_digest = digest({"suite": body, "cases": _identities(public)})
+    hidden_digest = digest(_identities(secret)) if secret else None
     loaded = LoadedSuite(suite, path, suite_digest, hidden_digest,
                          choice.source if secret else None, hidden_missing=choice.missing)
     for case in suite.cases:
@@ -166,13 +206,22 @@ def _line_of(case: Case) -> Callable[[object], int | None]:
     return lambda loc: case.line
 
 
-def _case_identity(case: Case) -> dict[str, Any]:
-    # Fields left at their defaults are the same case whether written or not,
-    # so they stay out of the digest (which also keeps it quick to compute).
-    data = case.model_dump(mode="json", exclude_defaults=True)
-    if case.fixture is not None and case.file is not None:
-        data["fixture_digest"] = file_digest(Path(case.file).parent / case.fixture)
-    return data
+_CASE_LIST: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
+
+
+def _identities(cases: list[Case]) -> list[dict[str, Any]]:
+    """What identifies each case in a digest: its fields as JSON, and its fixture's bytes.
+
+    Fields left at their defaults are the same case whether written or not,
+    so they stay out of the digest (which also keeps it quick to compute).
+    One dump of the whole list: per case, the call cost more than the dump.
+    """
+    identities: list[dict[str, Any]] = _CASE_LIST.dump_python(cases, mode="json",
+                                                             exclude_defaults=True)
+    for case, data in zip(cases, identities, strict=True):
+        if case.fixture is not None and case.file is not None:
+            data["fixture_digest"] = file_digest(Path(case.file).parent / case.fixture)
+    return identities
 
 
 def _hidden_line(path: Path) -> int | None:

@@ -20,18 +20,35 @@ class Marked:
         self.data = data
         self.root = root
         self.file = file
+        # Where each parent path led: a suite asks for the lines of every case and
+        # every assertion, and walking from the root each time rescans the same keys.
+        self._walked: dict[tuple[str | int, ...], tuple[yaml.Node | None, int | None, bool]] = {}
 
     def line(self, loc: Loc) -> int | None:
         """The 1-based line of the value at ``loc`` (or of the nearest parent found)."""
-        node = self.root
-        best = node.start_mark.line + 1 if node is not None else None
-        for part in loc:
-            child = _child(node, part)
-            if child is None:
-                break
-            node = child
-            best = node.start_mark.line + 1
-        return best
+        if not loc:
+            return self.root.start_mark.line + 1 if self.root is not None else None
+        node, best, whole = self._walk(tuple(loc[:-1]))
+        if not whole:
+            return best
+        child = _child(node, loc[-1])
+        return best if child is None else int(child.start_mark.line) + 1
+
+    def _walk(self, loc: tuple[str | int, ...]) -> tuple[yaml.Node | None, int | None, bool]:
+        """The node at ``loc``, the line of the deepest node found on the way, and if all was."""
+        known = self._walked.get(loc)
+        if known is not None:
+            return known
+        if not loc:
+            node = self.root
+            walked = (node, node.start_mark.line + 1 if node is not None else None, True)
+        else:
+            node, best, whole = self._walk(loc[:-1])
+            child = _child(node, loc[-1]) if whole else None
+            walked = (node, best, False) if child is None else \
+                (child, int(child.start_mark.line) + 1, True)
+        self._walked[loc] = walked
+        return walked
 
     def key_line(self, loc: Loc) -> int | None:
         """The 1-based line of the *key* at the end of ``loc`` (for unknown keys)."""
@@ -102,17 +119,18 @@ class _Builder:
         return self.loader.construct_object(node, True)
 
 
-def load_marked(path: Path, *, secret: bool = False) -> Marked:
+def load_marked(path: Path, *, secret: bool = False, text: str | None = None) -> Marked:
     """Parse one YAML file with libyaml, keeping the node tree for line marks.
 
     A syntax error becomes a ``SuiteError`` at the line libyaml reports; for a
     hidden file (``secret``) the parser's own words, which may quote the
-    content, are withheld.
+    content, are withheld. ``text`` is the file's text when already read.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(str(path), None, f"cannot read the file: {exc}") from None
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(str(path), None, f"cannot read the file: {exc}") from None
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     loader = loader_cls(text)
     try:

@@ -36,9 +36,19 @@ def _entries() -> list[Path]:
 
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working folder of its own: the cache goes in its .assay/."""
+    """A working folder of its own with a .assay/ (as a store makes): the cache goes there."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".assay").mkdir()
     return tmp_path
+
+
+def test_no_cache_is_written_where_assay_keeps_no_state(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """--no-store, or a store elsewhere, leaves a folder without .assay/ as it was."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.suite.yaml").write_text(SUITE)
+    load_suite_file(tmp_path / "s.suite.yaml")
+    assert not (tmp_path / ".assay").exists()
 
 
 SUITE = """\

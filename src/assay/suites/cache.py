@@ -14,7 +14,10 @@ An entry is used only when the file's bytes, assay's version, the parser
 it was made from; anything else, or an unreadable entry, is a miss. Data
 that JSON would not give back exactly (dates, non-string keys, NaN) is not
 kept. One entry per suite file, named by the file's resolved path; deleting
-the folder is always safe. The suite file's own data only: hidden cases
+the folder is always safe. The cache lives only where assay already keeps
+state: it is written when the working folder has a ``.assay/`` (the default
+store's), never creating one, so ``--no-store`` or a store elsewhere leaves
+the folder as it was. The suite file's own data only: hidden cases
 and fixtures are never written here.
 """
 
@@ -81,6 +84,8 @@ def write(path: Path, key: str, data: Any, lines: Lines) -> None:
         text = json.dumps({"key": key, "data": data, "lines": lines}, ensure_ascii=False,
                           allow_nan=False, separators=(",", ":"))
         if json.loads(text)["data"] != data:  # e.g. {1: x} would come back as {"1": x}
+            return
+        if not FOLDER.parents[1].is_dir():  # no .assay/ here: leave the folder as it is
             return
         target = _entry_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -198,10 +198,13 @@ def importtime_total(py: str, modules: list[str], env: dict[str, str]) -> tuple[
     return total_us / 1e6, count
 
 
-def breakdown(assay: list[str], suite: Path, root: Path, n: int) -> dict[str, Any]:
+def breakdown(assay: list[str], suite: Path, root: Path, n: int,
+              src: str | None = None) -> dict[str, Any]:
     """Where the wall of one n-case run goes (an extra run each, untimed in the figures)."""
     py = _interpreter(assay)
     env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_DB", "PYTHONDONTWRITEBYTECODE")}
+    if src:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     bare = min(run_process([py, "-c", "pass"], env=env).wall_s for _ in range(5))
     help_s = min(run_process([*assay, "--help"], env=env).wall_s for _ in range(5))
     work = fresh(root, "phases")
@@ -217,8 +220,9 @@ def breakdown(assay: list[str], suite: Path, root: Path, n: int) -> dict[str, An
             "imports": imports, "import count": count, **timed}
 
 
-def print_breakdown(data: dict[str, Any], n: int) -> None:
-    print(f"\nwhere the time goes: one extra {n:,}-case run (sync agent, store on, fresh folder)")
+def print_breakdown(data: dict[str, Any], n: int, label: str = "") -> None:
+    print(f"\n{label}where the time goes: one extra {n:,}-case run (sync agent, store on, "
+          "fresh folder)")
     print(f"  interpreter start (`python -c pass`, best of 5)   {data['python -c pass']:7.3f} s")
     print(f"  `assay --help` (best of 5)                        {data['assay --help']:7.3f} s")
     print(f"  imports of the run's process (-X importtime, sum) {data['imports']:7.3f} s "
@@ -329,10 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             for series, step in steps:
                 say(f"[{k + 1}/{args.repeat}] {series.name}")
                 series.runs.append(step())
-        detail = None
+        detail = old_detail = None
         if not args.no_breakdown:
             say("breakdown (untimed runs)")
             detail = breakdown(assay, suites[sizes.big], root, sizes.big)
+            if before:
+                old_detail = breakdown(assay, suites[sizes.big], root, sizes.big, src=before)
 
     shown = [s for s in (big, again, small, sleep, old_big, old_small, old_sleep, deepeval,
                          inspect) if s.runs]
@@ -362,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  [{'met ' if ok else 'MISS'}] {text}: {what}")
     if detail is not None:
         print_breakdown(detail, sizes.big)
+    if old_detail is not None:
+        print_breakdown(old_detail, sizes.big, "before: ")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({
             "machine": info, "quick": args.quick, "repeat": args.repeat,
@@ -369,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                          "peak_rss_mib": s.rss, "battery_s": s.inner("battery_s")}
                         for s in shown],
             "goals": [{"goal": t, "met": ok, "detail": d} for t, ok, d in goals],
-            "breakdown": detail}, indent=2) + "\n")
+            "breakdown": detail, "before breakdown": old_detail}, indent=2) + "\n")
     return 1 if args.check and not all(ok for _, ok, _ in goals) else 0
 
 

@@ -28,13 +28,13 @@ import signal
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import HarnessFailure, UsageError
+from ..store.records import Sink
 
 if TYPE_CHECKING:
     from ..model import Report
-    from ..store.records import Sink
     from ..suites import LoadedSuite
     from .battery import Resume, RunStart
 
@@ -92,7 +92,7 @@ class _Recording:
     target_digest: str | None = None
 
 
-class OpenSink(Protocol):
+class OpenSink(Sink, Protocol):
     """A sink a run opens before loading suites and stops at the end."""
 
     def ready(self) -> None:
@@ -175,7 +175,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         store.close()
 
 
-def open_sink(db: str | None) -> Any:
+def open_sink(db: str | None) -> OpenSink:
     """The writer process where the platform can fork; else the store, opened here."""
     from ..store.writer import fork_available, start_writer
     from ..store.writing import LocalSink

@@ -36,9 +36,21 @@ def _entries() -> list[Path]:
 
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working folder of its own: the cache goes in its .assay/."""
+    """A working folder of its own, with an .assay/ for the cache to go in."""
     monkeypatch.chdir(tmp_path)
+    (tmp_path / ".assay").mkdir()
     return tmp_path
+
+
+def test_loading_never_creates_the_assay_folder(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--no-store` and other stores leave no .assay/ behind; the cache must not either."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "s.suite.yaml"
+    path.write_text(SUITE)
+    load_suite_file(path)
+    load_suite_file(path)
+    assert not (tmp_path / ".assay").exists()
 
 
 SUITE = """\

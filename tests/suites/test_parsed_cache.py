@@ -36,18 +36,20 @@ def _entries() -> list[Path]:
 
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working folder of its own with a .assay/ (as a store makes): the cache goes there."""
+    """A working folder of its own, with an .assay/ for the cache to go in."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".assay").mkdir()
     return tmp_path
 
 
-def test_no_cache_is_written_where_assay_keeps_no_state(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """--no-store, or a store elsewhere, leaves a folder without .assay/ as it was."""
+def test_loading_never_creates_the_assay_folder(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--no-store` and other stores leave no .assay/ behind; the cache must not either."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "s.suite.yaml").write_text(SUITE)
-    load_suite_file(tmp_path / "s.suite.yaml")
+    path = tmp_path / "s.suite.yaml"
+    path.write_text(SUITE)
+    load_suite_file(path)
+    load_suite_file(path)
     assert not (tmp_path / ".assay").exists()
 
 

@@ -178,12 +178,13 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
 def open_sink(db: str | None) -> OpenSink:
     """The writer process where the platform can fork; else the store, opened here."""
     from ..store.writer import fork_available, start_writer
-    from ..store.writing import LocalSink
 
     if fork_available():
+        # The database libraries are the writer process's: not imported here.
         return start_writer(db)
     from ..store.database import open_store
     from ..store.keys import signing_key
+    from ..store.writing import LocalSink
 
     key = signing_key(db)
     return LocalSink(open_store(db), key, owned=True)

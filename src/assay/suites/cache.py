@@ -14,11 +14,9 @@ An entry is used only when the file's bytes, assay's version, the parser
 it was made from; anything else, or an unreadable entry, is a miss. Data
 that JSON would not give back exactly (dates, non-string keys, NaN) is not
 kept. One entry per suite file, named by the file's resolved path; deleting
-the folder is always safe. The cache lives only where assay already keeps
-state: it is written when the working folder has a ``.assay/`` (the default
-store's), never creating one, so ``--no-store`` or a store elsewhere leaves
-the folder as it was. The suite file's own data only: hidden cases
-and fixtures are never written here.
+the folder is always safe. Entries are written only where ``.assay/`` exists
+already (the default store's folder): loading never creates it. The suite
+file's own data only: hidden cases and fixtures are never written here.
 """
 
 from __future__ import annotations
@@ -37,8 +35,11 @@ import yaml
 from .. import __version__
 from . import marks
 
+#: The working folder's assay folder: the cache is kept only where it already is
+#: (a run with ``--no-store`` or another store leaves no ``.assay/`` behind).
+HOME = Path(".assay")
 #: Where entries go, relative to the working folder (beside the default store).
-FOLDER = Path(".assay") / "cache" / "suites"
+FOLDER = HOME / "cache" / "suites"
 FORMAT = "assay.parsed-suite/1"
 
 Lines = list[tuple[int | None, list[int | None]]]
@@ -85,7 +86,7 @@ def write(path: Path, key: str, data: Any, lines: Lines) -> None:
                           allow_nan=False, separators=(",", ":"))
         if json.loads(text)["data"] != data:  # e.g. {1: x} would come back as {"1": x}
             return
-        if not FOLDER.parents[1].is_dir():  # no .assay/ here: leave the folder as it is
+        if not HOME.is_dir():
             return
         target = _entry_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,19 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from assay.errors import HarnessFailure
-from assay.model import CaseResult, Report
 from assay.targets.capture import _Switch
+
+from .outcomes import by_id
 
 if TYPE_CHECKING:
     from conftest import Bench
-
-
-def by_id(report: Report) -> dict[str, CaseResult]:
-    cases = {}
-    for case in report.cases:
-        assert isinstance(case, CaseResult)
-        cases[case.id] = case
-    return cases
 
 
 ECHO = """

@@ -15,18 +15,11 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.model import CaseResult, Report
+from .outcomes import by_id
 
 if TYPE_CHECKING:
     from conftest import Bench
 
-
-def by_id(report: Report) -> dict[str, CaseResult]:
-    cases = {}
-    for case in report.cases:
-        assert isinstance(case, CaseResult)
-        cases[case.id] = case
-    return cases
 
 CALLS_THEN_HANGS = """
     import threading

@@ -11,18 +11,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from assay.model import CaseResult, Evidence, Report
+from assay.model import Evidence
+
+from .outcomes import by_id
 
 if TYPE_CHECKING:
     from conftest import Bench
-
-
-def by_id(report: Report) -> dict[str, CaseResult]:
-    cases = {}
-    for case in report.cases:
-        assert isinstance(case, CaseResult)
-        cases[case.id] = case
-    return cases
 
 
 SILENT = """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,7 +14,14 @@ from assay.canonical import digest
 from assay.checks import grade_trace
 from assay.grading import fold_trial
 from assay.model import Assertion, Event, Evidence, Trace, TrialResult
-from assay.model.storable import CUT_NOTE, MAX_DEPTH, storable_json, storable_text
+from assay.model.storable import (
+    CUT_NOTE,
+    MAX_DEPTH,
+    NotPlain,
+    plain_copy,
+    storable_json,
+    storable_text,
+)
 from assay.store.records import trial_record
 
 from ..fuzz_corpus import HOSTILE, MEGABYTE, nested
@@ -64,6 +72,48 @@ def test_any_value_becomes_utf8_json(value: Any) -> None:
     kept = storable_json(value, depth=2)
     json.dumps(kept, ensure_ascii=False).encode("utf-8")
     assert depth(kept) <= 2
+
+
+def _round_trip(value: Any) -> Any:
+    return json.loads(json.dumps(storable_json(value), allow_nan=False))
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(codec=None)),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner) | st.dictionaries(
+        st.text(st.characters(codec=None), max_size=3), inner, max_size=3),
+    max_leaves=30))
+def test_a_plain_copy_is_what_the_json_round_trip_gives(value: Any) -> None:
+    copied = plain_copy(value)
+    assert copied == _round_trip(value)
+    assert json.dumps(copied) == json.dumps(_round_trip(value))  # same types: tuples are lists
+
+
+def test_a_plain_copy_shares_nothing_with_the_agents_value() -> None:
+    value = {"rows": [{"a": 1}], "pair": ("x", 2.5)}
+    copied = plain_copy(value)
+    value["rows"][0]["a"] = 2
+    assert copied == {"rows": [{"a": 1}], "pair": ["x", 2.5]}
+
+
+class _Text(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    float("nan"), [float("inf")], {"x": -float("inf")},  # JSON has none: the round trip refuses
+    {1: "a"}, {None: "a"}, {("t",): 1},  # keys the round trip turns into text, or refuses
+    _Text("sub"), {"k": _Text("v")}, {"k": {1, 2}}, object(),  # subclasses, other types
+    nested(MAX_DEPTH + 1),  # deeper than a trace keeps: cut by storable_json
+], ids=repr)
+def test_anything_but_plain_json_is_left_to_the_round_trip(value: Any) -> None:
+    with pytest.raises(NotPlain):
+        plain_copy(value)
+
+
+def test_nesting_up_to_the_limit_is_copied() -> None:
+    assert plain_copy(nested(MAX_DEPTH)) == _round_trip(nested(MAX_DEPTH))
 
 
 def _trace() -> Trace:

@@ -25,12 +25,23 @@ def verdict(assertion: Assertion, trace: Trace) -> Verdict:
             evidence=Evidence.UNAVAILABLE, note=f"unknown check {assertion.check!r}",
         )
     # An assertion that reads several facts rests on the weakest, and needs each.
-    facts = check.facts(assertion.arg)
-    have = min((trace.evidence_for(f) for f in facts), key=lambda e: e.rank)
-    short = [(f, trace.evidence_for(f), required_evidence(assertion, f)) for f in facts
-             if not trace.evidence_for(f).satisfies(required_evidence(assertion, f))]
-    if short:
-        fact, weak, need = short[0]
+    # One pass over the facts (this runs for every assertion of every trial):
+    # the weakest evidence (the first of equals) and the first fact short of
+    # what it needs.
+    have: Evidence | None = None
+    short: tuple[str, Evidence, Evidence] | None = None
+    for fact in check.facts(assertion.arg):
+        given = trace.evidence_for(fact)
+        if have is None or given.rank < have.rank:
+            have = given
+        if short is None:
+            need = required_evidence(assertion, fact)
+            if not given.satisfies(need):
+                short = (fact, given, need)
+    if have is None:
+        raise ValueError(f"check {check.name!r} reads no facts")
+    if short is not None:
+        fact, weak, need = short
         judgement = Judgement(
             "inconclusive", f"{fact} evidence is {weak.value}; this check needs {need.value}"
         )

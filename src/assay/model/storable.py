@@ -75,6 +75,44 @@ def storable_json(value: Any, depth: int = MAX_DEPTH) -> Any:
     return value
 
 
+class NotPlain(Exception):  # noqa: N818 - a signal, not an error
+    """``plain_copy`` met something only the full conversion knows what to do with."""
+
+
+def plain_copy(value: Any, depth: int = MAX_DEPTH) -> Any:
+    """A fresh copy of plain JSON data, with storable strings; ``NotPlain`` for anything else.
+
+    What ``json.loads(json.dumps(storable_json(value)))`` gives for data made
+    only of ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``int``,
+    ``bool``, ``None`` and finite ``float`` (exact types, no subclasses),
+    nested at most ``depth`` levels, without writing and reading the text: a
+    Python agent's answer is copied this way on every trial. Anything else
+    (a subclass, a non-string key, NaN, deeper nesting) raises ``NotPlain``
+    and is left to that slower round trip, which decides what it becomes.
+    """
+    kind = type(value)
+    if kind is str:
+        return storable_text(value)
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if value - value != 0.0:  # NaN or an infinity
+            raise NotPlain
+        return value
+    if depth <= 0:
+        raise NotPlain
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise NotPlain
+            copied[storable_text(key)] = plain_copy(item, depth - 1)
+        return copied
+    if kind is list or kind is tuple:
+        return [plain_copy(item, depth - 1) for item in value]
+    raise NotPlain
+
+
 class _Raw(str):
     """A piece of JSON text already written (a bracket, a separator, a key)."""
 

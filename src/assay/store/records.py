@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..canonical import digest_bytes
 from ..model.result import Report, TrialResult
+from ..model.trace import Usage
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None"]
@@ -40,12 +41,19 @@ def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
     """The record of one trial. Output an agent returned that JSON cannot hold is kept as repr."""
     trace = None if result.trace is None else \
         result.trace.model_dump_json(fallback=repr).encode()
+    usage = result.usage
+    unreported = usage.input_tokens is None and usage.output_tokens is None \
+        and usage.cost_usd is None
     return TrialRecord(
         case_id, split, result.n, result.outcome, result.reason, result.duration_s,
-        result.usage.model_dump_json(),
-        tuple((v.assertion, v.check, v.family, v.outcome, str(v.evidence), v.note,
-               v.provenance, v.threshold) for v in result.verdicts),
+        _UNREPORTED if unreported else usage.model_dump_json(),
+        tuple([(v.assertion, v.check, v.family, v.outcome, v.evidence.value, v.note,
+                v.provenance, v.threshold) for v in result.verdicts]),
         trace)
+
+
+#: The usage JSON of a trial that reported none (most): written once, not per trial.
+_UNREPORTED = Usage().model_dump_json()
 
 
 def sealed_columns(report: Report, body: bytes) -> dict[str, Any]:

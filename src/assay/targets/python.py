@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Evidence, Status, Trace
-from ..model.storable import storable_json
+from ..model.storable import NotPlain, plain_copy, storable_json
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
 from .capture import sink as _sink
@@ -44,6 +44,10 @@ def _json_output(value: Any) -> Any:
         raise TrialBroken(f"agent returned {value}, which is not JSON (it has no NaN or infinity)")
     if isinstance(value, _BASIC):
         return value
+    try:
+        return plain_copy(value)
+    except NotPlain:
+        pass
     try:
         # Nesting past what a trace keeps becomes text first: the round trip
         # below would otherwise break the trial on a RecursionError.
@@ -73,6 +77,15 @@ class PythonTarget:
         self._is_async = False
         self._threads: AgentThreads | None = None
         self._capture: Any = None
+        # The evidence map of a trace, by (tokens unreported, cost unreported).
+        self._given = {
+            (no_tokens, no_cost): {
+                **self.evidence,
+                **({"tokens": Evidence.UNAVAILABLE} if no_tokens else {}),
+                **({"cost": Evidence.UNAVAILABLE} if no_cost else {})}
+            for no_tokens in (False, True) for no_cost in (False, True)}
+        # A trace's facets, by case id (a battery's cases have distinct ids).
+        self._facets: dict[str, dict[str, str]] = {}
 
     async def start(self) -> None:
         """Import the callable; a module that will not import is a harness failure."""
@@ -142,18 +155,17 @@ class PythonTarget:
     def _trace(self, request: TrialRequest, tools: Tools, events: list[Event], output: Any,
                status: Status, error: str | None, started: float, buffer: io.StringIO,
                steps: int) -> Trace:
-        given = dict(self.evidence)
         spent = tools.spent
-        if spent.tokens is None:
-            given["tokens"] = Evidence.UNAVAILABLE
-        if spent.cost_usd is None:
-            given["cost"] = Evidence.UNAVAILABLE
+        # The Trace copies both maps as it validates them: shared ones are safe here.
+        given = self._given[(spent.tokens is None, spent.cost_usd is None)]
+        facets = self._facets.get(request.case.id)
+        if facets is None:
+            facets = self._facets[request.case.id] = {
+                **self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)}
         return Trace(
             output=output, status=status, error=error, events=events, usage=spent,
             steps=steps, settled=status == "ok", duration_s=time.perf_counter() - started,
-            stdout=buffer.getvalue(),
-            facets={**self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)},
-            evidence=given,
+            stdout=buffer.getvalue(), facets=facets, evidence=given,
         )
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:

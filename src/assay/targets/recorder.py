@@ -12,7 +12,7 @@ from ..checks.values import same
 from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
-from ..model.storable import storable_json
+from ..model.storable import NotPlain, plain_copy, storable_json
 
 
 def json_value(value: Any, what: str) -> Any:
@@ -21,6 +21,10 @@ def json_value(value: Any, what: str) -> Any:
         return value
     if isinstance(value, float) and math.isfinite(value):
         return value
+    try:
+        return plain_copy(value)
+    except NotPlain:
+        pass
     try:
         # Nesting past what a trace keeps becomes text first (model/storable.py):
         # the round trip would otherwise raise RecursionError into the agent.

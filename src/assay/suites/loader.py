@@ -95,7 +95,8 @@ def _load_yaml(path: Path) -> Suite:
             pass  # parsed again below, for the error's exact words and line
     marked = load_marked(path, text=text)
     suite = _build_yaml(path, marked.data, marked.line, marked.key_line)
-    cache.write(path, key, marked.data, cache.lines_of(marked.data, marked.line))
+    if cache.keeping():
+        cache.write(path, key, marked.data, cache.lines_of(marked.data, marked.line))
     return suite
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import SuiteError
-from assay.suites import load_suite_file
+from assay.suites import cache, load_suite_file
 from assay.suites.cache import FOLDER
 
 from .test_many_cases import cases as case_items
@@ -51,6 +51,20 @@ def test_loading_never_creates_the_assay_folder(tmp_path: Path,
     load_suite_file(path)
     load_suite_file(path)
     assert not (tmp_path / ".assay").exists()
+
+
+def test_nothing_is_prepared_for_the_cache_without_the_assay_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without .assay/ the lines and JSON an entry needs would be made for nothing."""
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("prepared for a cache that is not kept")
+
+    monkeypatch.setattr(cache, "lines_of", refuse)
+    path = tmp_path / "s.suite.yaml"
+    path.write_text(SUITE)
+    assert [c.id for c in load_suite_file(path).suite.cases] == ["a", "b"]
 
 
 SUITE = """\

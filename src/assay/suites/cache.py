@@ -79,14 +79,27 @@ def read(path: Path, key: str) -> tuple[Any, Lines] | None:
         return None
 
 
+def keeping() -> bool:
+    """Whether entries are kept at all: only where ``.assay/`` already exists.
+
+    Asked before anything is prepared for ``write``: the lines and the JSON
+    text of a large suite cost a tenth of its load, for nothing when there
+    is nowhere to keep them.
+    """
+    try:
+        return HOME.is_dir()
+    except OSError:
+        return False
+
+
 def write(path: Path, key: str, data: Any, lines: Lines) -> None:
     """Keep ``data`` and ``lines`` for ``path`` (nothing, quietly, if JSON cannot hold them)."""
     try:
+        if not keeping():
+            return
         text = json.dumps({"key": key, "data": data, "lines": lines}, ensure_ascii=False,
                           allow_nan=False, separators=(",", ":"))
         if json.loads(text)["data"] != data:  # e.g. {1: x} would come back as {"1": x}
-            return
-        if not HOME.is_dir():
             return
         target = _entry_path(path)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -678,3 +678,34 @@ def test_a_bad_pin_map_is_refused_at_its_line(
     err = refused(path)
     assert (err.file, err.line) == (str(path), line_of(path, needle))
     assert err.message.startswith(message), err.message
+
+
+@pytest.mark.parametrize("value, message", [
+    ("2024-13-45", "month must be in 1..12"),  # a date that does not exist
+    ("2001-12-14t21:59:43.10+25:00", "offset must be a timedelta"),  # a zone past a day
+])
+def test_a_value_yaml_cannot_make_is_refused_at_its_line(
+    write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int],
+    value: str, message: str,
+) -> None:
+    path = write("evals/bad.suite.yaml", f"""
+        suite: demo/dates@1
+        cases:
+          - id: when
+            input: {{at: {value}}}
+            expect: [nonempty]
+        """)
+    err = refused(path)
+    assert err.line == line_of(path, value)
+    assert err.message.startswith("not a valid value: " + message), err.message
+    assert err.exit_code == 2
+
+
+def test_a_hidden_files_bad_value_keeps_its_words_back(tmp_path: Path) -> None:
+    from assay.suites.marks import load_marked
+
+    path = tmp_path / "secret.yaml"
+    path.write_text("- id: h\n  input: 2024-13-45\n")
+    with pytest.raises(SuiteError) as caught:
+        load_marked(path, secret=True)
+    assert (caught.value.line, caught.value.message) == (2, "not a valid value")

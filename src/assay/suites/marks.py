@@ -273,12 +273,12 @@ class _Builder:
 
     def build(self, node: yaml.Node) -> Any:
         if isinstance(node, yaml.ScalarNode):
-            return node.value if node.tag == _STR else self.loader.construct_object(node, True)
+            return node.value if node.tag == _STR else self._construct(node)
         if isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
             return [self.build(child) for child in node.value]
         if isinstance(node, yaml.MappingNode) and node.tag == _MAP:
             if any(key.tag == _MERGE for key, _ in node.value):
-                return self.loader.construct_object(node, True)
+                return self._construct(node)
             out: dict[Any, Any] = {}
             for key_node, value_node in node.value:
                 key = self.build(key_node)
@@ -293,7 +293,22 @@ class _Builder:
                                      f"{what} is written twice in the same mapping")
                 out[key] = self.build(value_node)
             return out
-        return self.loader.construct_object(node, True)
+        return self._construct(node)
+
+    def _construct(self, node: yaml.Node) -> Any:
+        """PyYAML's safe constructor for ``node``; a value it cannot make is the file's error.
+
+        A date that does not exist (``2024-13-45``) or a time-zone offset past
+        a day raises a bare ``ValueError`` from inside PyYAML: the user gets
+        their line instead of a traceback.
+        """
+        try:
+            return self.loader.construct_object(node, True)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, OverflowError) as exc:
+            what = "not a valid value" if self.secret else f"not a valid value: {exc}"
+            raise SuiteError(self.file, node.start_mark.line + 1, what) from None
 
 
 def load_marked(path: Path, *, secret: bool = False, text: str | None = None) -> Marked:

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -88,12 +88,25 @@ def _admin(base: str, sql: str) -> None:
 
 
 @pytest.fixture
-def postgres_url(postgres_server: str) -> Iterator[str]:
+def new_postgres_url(postgres_server: str) -> Iterator[Callable[[], str]]:
+    """Makes fresh, empty databases in the session's cluster (dropped after the test)."""
+    made: list[str] = []
+
+    def make() -> str:
+        name = f"assay_test_{uuid.uuid4().hex[:12]}"
+        _admin(postgres_server, f"CREATE DATABASE {name}")
+        made.append(name)
+        return f"{postgres_server}/{name}"
+
+    yield make
+    for name in made:
+        _admin(postgres_server, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def postgres_url(new_postgres_url: Callable[[], str]) -> str:
     """A fresh, empty database in the session's cluster."""
-    name = f"assay_test_{uuid.uuid4().hex[:12]}"
-    _admin(postgres_server, f"CREATE DATABASE {name}")
-    yield f"{postgres_server}/{name}"
-    _admin(postgres_server, f"DROP DATABASE {name} WITH (FORCE)")
+    return new_postgres_url()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.real)])

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -34,6 +34,16 @@ DEFAULT_URL = "sqlite:///.assay/assay.db"
 #: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
 HEAD_REVISION = "0004"
 _MIGRATIONS = Path(__file__).parent / "migrations"
+#: The PostgreSQL advisory lock key that serializes creating a new store ("assay-sc").
+SCHEMA_LOCK_KEY: Final = 0x61737361792D7363
+
+#: Alembic's version table, as Alembic defines it (``DefaultImpl.version_table_impl``):
+#: a store created and stamped here is indistinguishable from one Alembic made.
+_ALEMBIC_VERSION = sa.Table(
+    "alembic_version", sa.MetaData(),
+    sa.Column("version_num", sa.String(32), nullable=False),
+    sa.PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
+)
 
 
 class StoreError(HarnessFailure):
@@ -166,13 +176,42 @@ def _tune_sqlite(engine: Engine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA busy_timeout = 30000")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        # synchronous first: switching a new file to WAL is itself a rollback-journal
+        # write, and under NORMAL it syncs one time fewer (no change for a WAL store).
         cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA journal_mode = WAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _table_names(connection: Connection) -> set[str] | None:
+    """The database's table names; None when it is new (holds nothing).
+
+    SQLite answers from ``sqlite_master`` in one query, and is new only with no
+    schema object at all (an index, view or trigger alone makes it not new).
+    Other databases answer through SQLAlchemy's inspector, and are new with no
+    table in the default schema, the one Alembic would migrate.
+    """
+    if connection.dialect.name == "sqlite":
+        rows = connection.execute(sa.text("SELECT type, name FROM sqlite_master")).all()
+        return {name for kind, name in rows if kind == "table"} if rows else None
+    return set(sa.inspect(connection).get_table_names()) or None
+
+
+def _create_at_head(connection: Connection) -> None:
+    """Create every table of ``schema.metadata`` and stamp it at ``HEAD_REVISION``.
+
+    In the caller's transaction, so that a store is never seen half made.
+    ``checkfirst=False``: the caller saw no table, and a table made since by
+    someone else must fail this creation (rolled back), not be taken as ours.
+    A test holds this schema equal to the one the revisions build.
+    """
+    schema.metadata.create_all(connection, checkfirst=False)
+    _ALEMBIC_VERSION.create(connection, checkfirst=False)
+    connection.execute(_ALEMBIC_VERSION.insert().values(version_num=HEAD_REVISION))
 
 
 class Store:
@@ -189,11 +228,28 @@ class Store:
     def migrate(self) -> None:
         """Bring the schema to the newest revision; a no-op when it is already there.
 
-        A store already at ``HEAD_REVISION`` is recognised with one query,
-        without importing Alembic (a tenth of a second on every ``assay run``).
+        Neither a store already at ``HEAD_REVISION`` nor a brand-new, empty
+        database imports Alembic. The first is recognised by its version row; the
+        second is created at head from ``schema.metadata`` and stamped, as
+        Alembic's documentation advises for a new database: replaying the four
+        revisions (importing Alembic, then rebuilding ``runs`` in 0004) took a
+        fifth of a second or more, on the critical path of a first ``assay
+        run`` (docs/decisions/0024-fresh-store.md). A store at an older
+        revision, or a database holding any table at all, is migrated by
+        Alembic as before.
         """
-        with self.engine.connect() as connection:
-            if sa.inspect(connection).has_table("alembic_version") and connection.scalar(
+        with self.engine.begin() as connection:
+            tables = _table_names(connection)
+            if tables is None and connection.dialect.name == "postgresql":
+                # SQLite's BEGIN IMMEDIATE already made this transaction the only
+                # writer; on PostgreSQL two first opens queue here, and the second
+                # then sees the first one's tables.
+                connection.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK_KEY)))
+                tables = _table_names(connection)
+            if tables is None:
+                _create_at_head(connection)
+                return
+            if "alembic_version" in tables and connection.scalar(
                     sa.text("SELECT version_num FROM alembic_version")) == HEAD_REVISION:
                 return
         from alembic import command

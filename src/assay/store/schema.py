@@ -6,8 +6,12 @@ can query them without parsing reports. Traces live in ``blobs`` under their
 content digest, a claim check: erasing content later blanks one blob and
 leaves every row that points at it, and every hash, intact.
 
-The Alembic revisions in ``migrations/versions`` create exactly these tables;
-a test checks the two agree.
+Two ways lead to these tables, and a test holds them equal (tables, columns,
+types, defaults, keys, constraints, indexes): a brand-new store is created
+from this metadata and stamped at head (``database._create_at_head``,
+docs/decisions/0024-fresh-store.md), an older store is migrated by the
+Alembic revisions in ``migrations/versions``. So a change here needs its
+revision, and a revision its change here, in the same commit.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -18,7 +19,7 @@ from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail,
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..engine.runs import RunResult, RunSettings
+    from ..engine.runs import OpenSink, RunResult, RunSettings
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,23 @@ def _settings(options: RunOptions) -> RunSettings:
 
 
 def _run(options: RunOptions) -> int:
+    from ..engine.runs import open_sink
+
+    # The store's writer forks first, before this process imports what a run
+    # needs: it imports its database libraries on the other core meanwhile,
+    # and is ready when the suites are (at a thousand cases it would
+    # otherwise be the wait). run_suites stops it, whatever happens.
+    sink = None if options.no_store or options.resume else open_sink(options.db)
+    try:
+        return _run_with(options, sink)
+    except BaseException:
+        if sink is not None:  # stopping twice is nothing; a failure to stop is not this error
+            with contextlib.suppress(Exception):
+                sink.stop()
+        raise
+
+
+def _run_with(options: RunOptions, sink: OpenSink | None) -> int:
     from rich.console import Console
 
     from ..engine.runs import resume_run, run_suites
@@ -149,7 +167,7 @@ def _run(options: RunOptions) -> int:
     results = run_suites(
         lambda: load_suites(options.paths, options.hidden_dir, options.suite_ids),
         options.targets, _settings(options), db=options.db, store=not options.no_store,
-        watcher=watcher)
+        watcher=watcher, sink=sink)
     return _report(results, options, out, err)
 
 

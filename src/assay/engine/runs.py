@@ -105,18 +105,24 @@ class OpenSink(Sink, Protocol):
 
 def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
                settings: RunSettings, *, db: str | None, store: bool = True,
-               watcher: Watcher | None = None) -> list[RunResult]:
+               watcher: Watcher | None = None, sink: OpenSink | None = None) -> list[RunResult]:
     """Load suites (``load``), run each against its targets (``targets`` or the suite's own),
     record and seal each run unless ``store`` is False; stop at an interrupt.
 
     ``load`` runs while the store opens in the writer process; a store that
     cannot be opened stops everything before any trial (``sink.ready``).
+    ``sink`` is the record ``open_sink(db)`` opened already, for a caller that
+    forks the writer before importing what a run needs (``assay run``); it is
+    stopped here either way.
     """
     watcher = watcher or QuietWatcher()
     _tune_gc()
     if not store:
+        if sink is not None:
+            sink.stop()
         return _run_all(_plans(load(), targets), settings, watcher, None)
-    sink = open_sink(db)
+    if sink is None:
+        sink = open_sink(db)
     try:
         plans = _plans(load(), targets)
         sink.ready()

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -25,10 +25,11 @@ from sqlalchemy.engine import Connection, Engine
 from ..canonical import canonical
 from ..errors import HarnessFailure, UsageError
 from ..install_hints import extra
-from ..model.result import CaseResult, Report, TrialResult, Verdict
-from ..model.trace import Trace, Usage
 from . import schema
 from .ledger import Ledger
+
+if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
+    from ..model.result import Report, TrialResult
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 #: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
@@ -281,6 +282,7 @@ class Store:
         ``suite`` is the suite that ran (``recording.stored_suite``): replay
         re-grades the traces with it, so a run saved without one cannot be replayed.
         """
+        from ..model.result import CaseResult
         from .documents import report_body
         from .records import sealed_columns, trial_record
         from .writing import write_trials
@@ -345,6 +347,9 @@ class Store:
 
     def load_report(self, run_id: str) -> Report:
         """The FULL report of a run, with each trial's trace; redact before showing it."""
+        from ..model.result import CaseResult, Report
+        from ..model.trace import Trace
+
         t, b, r = schema.trials.c, schema.blobs.c, schema.runs.c
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(r.report, r.status, r.seal_entry, r.seal_hash)
@@ -386,6 +391,9 @@ class Store:
 
     def load_trials(self, run_id: str) -> dict[tuple[str, int], TrialResult]:
         """Every recorded trial of a run, rebuilt whole (verdicts, usage, trace) by (case, n)."""
+        from ..model.result import TrialResult, Verdict
+        from ..model.trace import Trace, Usage
+
         t, v, b = schema.trials.c, schema.verdicts.c, schema.blobs.c
         verdicts: dict[tuple[str, int], list[Verdict]] = {}
         results: dict[tuple[str, int], TrialResult] = {}

@@ -8,11 +8,12 @@ process (``writer.ProcessSink``). This module imports no database library.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..canonical import digest_bytes
-from ..model.result import Report, TrialResult
-from ..model.trace import Usage
+
+if TYPE_CHECKING:  # only read here: the writer process, which imports this, needs no model
+    from ..model.result import Report, TrialResult
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None"]
@@ -46,14 +47,15 @@ def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
         and usage.cost_usd is None
     return TrialRecord(
         case_id, split, result.n, result.outcome, result.reason, result.duration_s,
-        _UNREPORTED if unreported else usage.model_dump_json(),
+        UNREPORTED_USAGE if unreported else usage.model_dump_json(),
         tuple([(v.assertion, v.check, v.family, v.outcome, v.evidence.value, v.note,
                 v.provenance, v.threshold) for v in result.verdicts]),
         trace)
 
 
-#: The usage JSON of a trial that reported none (most): written once, not per trial.
-_UNREPORTED = Usage().model_dump_json()
+#: The usage JSON of a trial that reported none (most), as ``Usage().model_dump_json()``
+#: writes it: written once, not per trial.
+UNREPORTED_USAGE = '{"input_tokens":null,"output_tokens":null,"cost_usd":null}'
 
 
 def sealed_columns(report: Report, body: bytes) -> dict[str, Any]:

@@ -20,10 +20,12 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AssayError, HarnessFailure, UsageError
-from .records import TrialRecord
+
+if TYPE_CHECKING:
+    from .records import TrialRecord
 
 
 class WriterError(HarnessFailure):

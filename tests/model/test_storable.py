@@ -106,7 +106,8 @@ class _Text(str):
     {1: "a"}, {None: "a"}, {("t",): 1},  # keys the round trip turns into text, or refuses
     _Text("sub"), {"k": _Text("v")}, {"k": {1, 2}}, object(),  # subclasses, other types
     nested(MAX_DEPTH + 1),  # deeper than a trace keeps: cut by storable_json
-], ids=repr)
+], ids=["nan", "inf", "-inf", "int-key", "none-key", "tuple-key", "str-subclass",
+        "str-subclass-value", "set", "object", "too-deep"])
 def test_anything_but_plain_json_is_left_to_the_round_trip(value: Any) -> None:
     with pytest.raises(NotPlain):
         plain_copy(value)

@@ -25,8 +25,7 @@ import contextlib
 import gc
 import os
 import signal
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -234,32 +233,11 @@ def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watche
              recording: _Recording | None) -> RunResult:
     result = RunResult(suite_id=item.suite.id, target_uri=uri)
     try:
-        with _quick_handoffs():
-            asyncio.run(_battery(item, uri, settings, watcher, recording, result))
+        asyncio.run(_battery(item, uri, settings, watcher, recording, result))
     except HarnessFailure as failure:
         result.harness_failure = str(failure)
     return result
 
-
-#: The GIL switch interval while a battery runs (Python's default is 5 ms).
-SWITCH_INTERVAL_S = 0.001
-
-
-@contextlib.contextmanager
-def _quick_handoffs() -> Iterator[None]:
-    """A shorter GIL switch interval for the battery's duration.
-
-    A sync agent runs on a thread; when its call returns (or a trial is handed
-    to it) that thread waits for the GIL while the event loop grades, and at
-    Python's default it may wait 5 ms: a tenth of a 50 ms agent's call, on
-    every trial. The interval is put back when the battery ends.
-    """
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(min(before, SWITCH_INTERVAL_S))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,

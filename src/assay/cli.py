@@ -6,6 +6,10 @@ starts fast.
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 import click
 
 from . import __version__
@@ -21,7 +25,30 @@ from .commands.stored import runs, show
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Assay(click.Group):
+    """The command group, with one last guard: output that cannot be written.
+
+    A command whose output goes to a full disk, a closed pipe or a broken
+    terminal (``assay runs > /dev/full``) would end in a traceback; it ends
+    in one line on stderr and the harness's exit code instead, as a report
+    file that cannot be written does (exit 3).
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().main(*args, **kwargs)
+        except OSError as error:
+            # Python flushes stdout once more at exit: make that a no-op too.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+            try:
+                click.echo(f"assay: error: cannot write the output: "
+                           f"{error.strerror or type(error).__name__}", err=True)
+            except OSError:
+                pass  # stderr is gone too: the exit code still says it
+            sys.exit(EXIT_HARNESS)
+
+
+@click.group(cls=_Assay, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="assay")
 def main() -> None:
     """assay: evaluate AI agents honestly.

@@ -72,3 +72,15 @@ def test_the_stored_suite_loads_back_with_its_assertions_files() -> None:
         assert back.model_dump(by_alias=True) == item.suite.model_dump(by_alias=True)
         assert [[a.file for a in c.expect] for c in back.cases] == \
             [[a.file for a in c.expect] for c in item.suite.cases]
+
+
+def test_the_unreported_usage_is_recorded_as_pydantic_writes_it() -> None:
+    from assay.grading import fold_trial
+    from assay.model.trace import Usage
+    from assay.store.records import UNREPORTED_USAGE, trial_record
+
+    assert UNREPORTED_USAGE == Usage().model_dump_json()
+    silent = fold_trial(1, [], reason="x", broken=True)
+    spent = fold_trial(1, [], reason="x", broken=True, usage=Usage(input_tokens=3))
+    assert trial_record("c", "public", silent).usage == UNREPORTED_USAGE
+    assert trial_record("c", "public", spent).usage == Usage(input_tokens=3).model_dump_json()

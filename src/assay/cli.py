@@ -6,6 +6,7 @@ starts fast.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import Any
@@ -25,6 +26,11 @@ from .commands.stored import runs, show
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
 
+#: What a write to a full disk, a closed pipe or a gone terminal fails with.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG, errno.EDQUOT,
+                             errno.EBADF})
+
+
 class _Assay(click.Group):
     """The command group, with one last guard: output that cannot be written.
 
@@ -38,11 +44,19 @@ class _Assay(click.Group):
         try:
             return super().main(*args, **kwargs)
         except OSError as error:
-            # Python flushes stdout once more at exit: make that a no-op too.
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+            why = error.strerror or type(error).__name__
+            if error.filename is None and error.errno in _WRITE_FAILURES:
+                # The output (no file named): Python flushes stdout once more at
+                # exit, which would fail the same way; make that a no-op.
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+                message = f"cannot write the output: {why}"
+            else:  # something else no command expected; still one line, not a traceback
+                where = f" ({error.filename})" if error.filename else ""
+                message = f"{why}{where}"
             try:
-                click.echo(f"assay: error: cannot write the output: "
-                           f"{error.strerror or type(error).__name__}", err=True)
+                from .reports.safe import inert  # a file name is not ours to print raw
+
+                click.echo(f"assay: error: {inert(message)}", err=True)
             except OSError:
                 pass  # stderr is gone too: the exit code still says it
             sys.exit(EXIT_HARNESS)

@@ -239,7 +239,6 @@ def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watche
     return result
 
 
-
 async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
                    recording: _Recording | None, result: RunResult) -> None:
     # The report goes out through ``result``, not as the coroutine's return

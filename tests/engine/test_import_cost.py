@@ -18,6 +18,8 @@ def test_opening_the_record_imports_no_model_and_no_database_library() -> None:
     # SQLAlchemy on its own, while this process imports pydantic and the rest.
     loaded = _imported_after("from assay.engine.runs import open_sink")
     assert not {m for m in loaded if m == "pydantic" or m.startswith(("assay.model", "sqlalchemy"))}
+    # Nor the ledger's chain and the cryptography it signs with (the writer's).
+    assert not {m for m in loaded if m.startswith(("cryptography", "assay.store.chain"))}
     assert "assay.engine.battery" not in loaded
 
 
@@ -33,3 +35,13 @@ def test_the_engines_names_still_import_as_before() -> None:
     from assay.engine.battery import Battery as Direct
 
     assert Battery is Direct and callable(stamp) and RunStart.__name__ == "RunStart"
+
+
+def test_the_ledger_cores_names_still_import_from_the_package() -> None:
+    import assay.store
+    from assay.store import GENESIS, merkle, verify
+    from assay.store.chain import verify as direct
+
+    assert verify is direct and merkle.HASH_SIZE == 32 and isinstance(GENESIS, str)
+    assert sorted(assay.store.__all__) == sorted(
+        name for name in assay.store.__all__ if getattr(assay.store, name) is not None)

@@ -5,22 +5,28 @@ No I/O in what this package exports. The database store lives in
 from there, so that importing the ledger core never loads SQLAlchemy.
 """
 
-from . import merkle
-from .chain import (
-    GENESIS,
-    KINDS,
-    Entry,
-    Kind,
-    TreeHead,
-    VerifyResult,
-    append,
-    entry_hash,
-    head_message,
-    leaves,
-    sign_head,
-    verify,
-    verify_head,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import merkle
+    from .chain import (
+        GENESIS,
+        KINDS,
+        Entry,
+        Kind,
+        TreeHead,
+        VerifyResult,
+        append,
+        entry_hash,
+        head_message,
+        leaves,
+        sign_head,
+        verify,
+        verify_head,
+    )
 
 __all__ = [
     "GENESIS",
@@ -38,3 +44,14 @@ __all__ = [
     "verify",
     "verify_head",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use (PEP 562): ``assay run`` imports ``store.writer`` and
+    # ``store.records`` before it forks the writer, and needs neither the
+    # chain nor the cryptography library it signs with.
+    if name == "merkle":
+        return importlib.import_module(".merkle", __name__)
+    if name in __all__:
+        return getattr(importlib.import_module(".chain", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

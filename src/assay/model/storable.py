@@ -113,6 +113,20 @@ def plain_copy(value: Any, depth: int = MAX_DEPTH) -> Any:
     raise NotPlain
 
 
+def json_copy(value: Any) -> Any:
+    """A fresh copy of ``value`` as plain, storable JSON data (what a Python agent hands us).
+
+    ``plain_copy`` where it can; anything else is written as JSON and read
+    back, nesting past ``MAX_DEPTH`` cut to text first (the round trip would
+    otherwise raise ``RecursionError``). Raises ``TypeError`` or ``ValueError``
+    for what JSON cannot hold (an object, NaN).
+    """
+    try:
+        return plain_copy(value)
+    except NotPlain:
+        return json.loads(json.dumps(storable_json(value), allow_nan=False))
+
+
 class _Raw(str):
     """A piece of JSON text already written (a bracket, a separator, a key)."""
 

@@ -6,7 +6,6 @@ import asyncio
 import contextvars
 import inspect
 import io
-import json
 import math
 import platform
 import sys
@@ -16,7 +15,7 @@ from typing import Any
 from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Evidence, Status, Trace
-from ..model.storable import NotPlain, plain_copy, storable_json
+from ..model.storable import json_copy
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
 from .capture import sink as _sink
@@ -45,13 +44,7 @@ def _json_output(value: Any) -> Any:
     if isinstance(value, _BASIC):
         return value
     try:
-        return plain_copy(value)
-    except NotPlain:
-        pass
-    try:
-        # Nesting past what a trace keeps becomes text first: the round trip
-        # below would otherwise break the trial on a RecursionError.
-        return json.loads(json.dumps(storable_json(value), allow_nan=False))
+        return json_copy(value)
     except (TypeError, ValueError) as exc:
         raise TrialBroken(f"agent returned a value that is not JSON ({type(value).__name__}): "
                           f"{exc}") from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from ..checks.values import same
 from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
-from ..model.storable import NotPlain, plain_copy, storable_json
+from ..model.storable import json_copy
 
 
 def json_value(value: Any, what: str) -> Any:
@@ -22,13 +21,7 @@ def json_value(value: Any, what: str) -> Any:
     if isinstance(value, float) and math.isfinite(value):
         return value
     try:
-        return plain_copy(value)
-    except NotPlain:
-        pass
-    try:
-        # Nesting past what a trace keeps becomes text first (model/storable.py):
-        # the round trip would otherwise raise RecursionError into the agent.
-        return json.loads(json.dumps(storable_json(value), allow_nan=False))
+        return json_copy(value)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be JSON values, not {type(value).__name__}") from None
 

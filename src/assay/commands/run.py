@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
@@ -19,7 +18,7 @@ from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail,
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..engine.runs import OpenSink, RunResult, RunSettings
+    from ..engine.runs import RunResult, RunSettings
 
 
 @dataclass(frozen=True)
@@ -132,18 +131,10 @@ def _run(options: RunOptions) -> int:
     # The store's writer forks first, before this process imports what a run
     # needs: it imports its database libraries on the other core meanwhile,
     # and is ready when the suites are (at a thousand cases it would
-    # otherwise be the wait). run_suites stops it, whatever happens.
+    # otherwise be the wait). run_suites stops it; should this process end
+    # before, the writer reads end-of-file and ends too.
     sink = None if options.no_store or options.resume else open_sink(options.db)
-    try:
-        return _run_with(options, sink)
-    except BaseException:
-        if sink is not None:  # stopping twice is nothing; a failure to stop is not this error
-            with contextlib.suppress(Exception):
-                sink.stop()
-        raise
 
-
-def _run_with(options: RunOptions, sink: OpenSink | None) -> int:
     from rich.console import Console
 
     from ..engine.runs import resume_run, run_suites

@@ -161,3 +161,29 @@ def test_the_agent_version_is_one_value_in_ledger_report_and_receipt(project) ->
     again = project.assay("run", "evals", "--json", "r2.json")
     assert again.code == 0, again.err
     assert json.loads((project.root / "r2.json").read_text())["target"]["digest"] != version
+
+
+def test_the_json_file_of_a_public_run_is_the_stored_report_with_its_seal(project) -> None:
+    # Written from the bytes the seal covers (reports.json_report.sealed_line):
+    # the file must still be exactly what serialising the sealed report gives.
+    project.write("evals/echo_agent.py", AGENT)
+    project.write("evals/store.suite.yaml", SUITE.replace("hidden: hidden/\n", "")
+                  .replace("PUBLIC-MARK", '"é\\u2028漢 [bold]x[/]"'))
+    project.write("evals/store.suite.yaml", (project.root / "evals/store.suite.yaml").read_text()
+                  + '  - id: "fails é\\u2028"\n    input: "x\\u2028y"\n'
+                  + "    expect: [{path: $.echo, equals: other}]\n")
+    done = project.assay("run", "evals", "--json", "r.json")
+    assert done.code == 1, done.err
+    text = (project.root / "r.json").read_text()
+    assert "\\u2028" in text  # the note quotes the agent
+    line = json.loads(text)
+    with sqlite3.connect(project.root / ".assay" / "assay.db") as db:
+        stored, entry, seal_hash = db.execute(
+            "select report, seal_entry, seal_hash from runs").fetchone()
+    assert line["seal"] == {"entry": entry, "hash": seal_hash}
+    assert {**json.loads(stored), "seal": line["seal"]} == line
+    assert "\u2028" not in text and text.count("\n") == 1
+    from assay.model import Report
+    from assay.reports.json_report import report_line
+
+    assert text == report_line(Report.model_validate_json(text)) + "\n"

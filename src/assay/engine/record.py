@@ -92,6 +92,9 @@ class RunRecorder:
         self._first_pending = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._failure: Exception | None = None
+        #: The sealed report's stored bytes (``report_body``: its JSON with ``seal`` null),
+        #: once ``seal`` has run: a reporter may reuse them rather than serialise it again.
+        self.body: bytes | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  options: dict[str, Any]) -> None:
@@ -176,6 +179,7 @@ class RunRecorder:
                    "summary": digest(summary(redact(report)))}
         index, sealed_hash = self._guarded(lambda: self.sink.seal(
             report.run_id, sealed_columns(report, body), canonical(content)))
+        self.body = body
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 
     def _guarded(self, call: Callable[[], _T]) -> _T:

@@ -81,6 +81,9 @@ class RunResult:
     interrupted: bool = False
     #: The harness could not run it (a target that cannot start): the reason.
     harness_failure: str | None = None
+    #: The bytes the store keeps of ``report`` (its JSON with ``seal`` null), when it
+    #: was sealed here: what ``--json`` writes, but for the seal (reports.json_report).
+    report_body: bytes | None = None
 
 
 @dataclass
@@ -298,6 +301,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     if recorder is not None:
         # Sealed once the battery ended (an interrupted run with what finished).
         report = recorder.seal(report)
+        result.report_body = recorder.body
     result.report = report
     result.interrupted = battery.interrupted
 

@@ -10,6 +10,7 @@ branch.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,42 @@ def report_line(report: Report) -> str:
         # as a \uXXXX escape by the stdlib instead of losing the file.
         text = json.dumps(report.model_dump(mode="json", by_alias=True),
                           separators=(",", ":"))
+    return _one_line(text)
+
+
+def _one_line(text: str) -> str:
     for raw, escaped in _LINE_BREAKS.items():
         if raw in text:
             text = text.replace(raw, escaped)
     return text
 
 
-def write_json(reports: list[Report], path: Path) -> None:
-    """Write each run's report to ``path``, one line each, whole or not at all."""
-    write_file(path, "".join(report_line(report) + "\n" for report in reports))
+#: How the stored bytes of a report end (``store.documents.report_body``): ``seal``
+#: is the report's last field, written null there.
+_UNSEALED_END = b',"seal":null}'
+
+
+def sealed_line(report: Report, body: bytes) -> str | None:
+    """``report_line(report)`` from the bytes the store keeps of it, without serialising again.
+
+    ``body`` is ``report_body`` of this very report (its compact JSON with
+    ``seal`` null, as the recorder sealed it); the seal is written back in
+    its place. For ten thousand cases this saves a tenth of a second. None
+    when ``body`` does not end as such bytes do: the caller serialises.
+    """
+    if report.seal is None or not body.endswith(_UNSEALED_END):
+        return None
+    seal = json.dumps(report.seal, ensure_ascii=False, separators=(",", ":"))
+    return _one_line(body[:-len(_UNSEALED_END)].decode("utf-8") + f',"seal":{seal}}}')
+
+
+def write_json(reports: list[Report], path: Path,
+               lines: Sequence[str | None] | None = None) -> None:
+    """Write each run's report to ``path``, one line each, whole or not at all.
+
+    ``lines``: per report, its line when the caller has it already
+    (``sealed_line``), or None.
+    """
+    known = list(lines) if lines is not None else [None] * len(reports)
+    write_file(path, "".join((line if line is not None else report_line(report)) + "\n"
+                             for report, line in zip(reports, known, strict=True)))

@@ -20,7 +20,9 @@ from assay.store.chain import head_message, leaves
 from assay.store.database import Store, open_store
 from assay.store.heads import (
     SCHEMA,
+    Frontier,
     StoredHead,
+    frontier_of,
     published,
     raw_public_key,
     read_published,
@@ -83,6 +85,46 @@ def test_nothing_new_returns_the_stored_head(store: Store) -> None:
     with store.engine.begin() as connection:
         again = record_head(connection, OTHER)  # same size: the stored head, not a new one
     assert again == first and len(heads(store)) == 1
+
+
+def test_a_followed_frontier_gives_the_head_of_the_whole_ledger(store: Store) -> None:
+    # The writer follows the ledger batch by batch (frontier_of) while others
+    # append too, and signs at the seal from what it followed.
+    add(store, 3)
+    record(store)  # a stored head at 3
+    known = None
+    for n in (4, 1, 6):
+        add(store, n)
+        with store.engine.begin() as connection:
+            known = frontier_of(connection, known)
+        add(store, 2)  # another process's entries, after what was followed
+    assert known is not None and known.size == 3 + 4 + 2 + 1 + 2 + 6
+    entries = store.ledger.entries()
+    assert list(known.nodes) == merkle.extend_frontier([], 0, leaves(entries[:known.size]))
+    add(store, 1)
+    with store.engine.begin() as connection:
+        head = record_head(connection, KEY, known)
+    entries = store.ledger.entries()
+    assert head.size == len(entries) == 21
+    assert head.root == merkle.root(leaves(entries))
+    result, count = store.ledger.verify(KEY.public_key())
+    assert result.ok and count == 21 and result.heads == 2, result.reason
+
+
+def test_a_followed_frontier_is_what_the_head_extends(store: Store) -> None:
+    # What the writer followed is used, not read again: a frontier that does
+    # not match the entries gives a head the ledger's verification refuses.
+    add(store, 4)
+    bogus = Frontier(4, (b"\x01" * 32,))
+    add(store, 1)
+    with store.engine.begin() as connection:
+        head = record_head(connection, KEY, bogus)
+    assert head.size == 5 and head.root != merkle.root(leaves(store.ledger.entries()))
+    assert not store.ledger.verify(KEY.public_key())[0].ok
+    # One that covers less than the newest stored head is not used.
+    with store.engine.begin() as connection:
+        later = record_head(connection, KEY, Frontier(0, ()))
+    assert later == head
 
 
 def test_an_empty_ledger_has_a_head_of_the_empty_tree(store: Store) -> None:

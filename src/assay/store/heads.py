@@ -102,30 +102,54 @@ def stored_heads(connection: Connection) -> list[StoredHead]:
     return [StoredHead(int(r[0]), r[1], r[2], r[3], r[4]) for r in connection.execute(query)]
 
 
-def record_head(connection: Connection, key: Ed25519PrivateKey) -> TreeHead:
-    """Sign and store a head over the whole ledger, in the caller's transaction.
+@dataclass(frozen=True, slots=True)
+class Frontier:
+    """The compact range of the ledger's first ``size`` entries, as one writer last read it.
 
-    Reads the newest stored head and its frontier, hashes only the entries
-    after it, signs ``chain.head_message(size, root)`` and inserts the row.
-    When a head of that size is already stored (nothing appended since, or a
-    concurrent writer signed the same size first), that head is returned.
-    A stored frontier that does not fold to its head's root is not extended:
-    the tree is then rebuilt from all entries (``assay ledger verify`` names
-    what was edited). On PostgreSQL the appenders' advisory lock is taken, so
-    no entry lands between reading the tail and signing it.
+    The writer process keeps one as it writes a run's batches
+    (``frontier_of``), so that the head signed at the seal hashes only the
+    entries written since its last batch instead of the whole run. It holds
+    hashes of committed entries read from the ledger itself, like a stored
+    head's frontier, and it is only ever extended by entries read after it.
     """
-    if connection.dialect.name == "postgresql":
-        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_KEY)))
-    h, c = schema.ledger_heads.c, schema.ledger.c
+
+    size: int
+    nodes: tuple[bytes, ...]
+
+
+def frontier_of(connection: Connection, known: Frontier | None = None) -> Frontier:
+    """The compact range over every entry stored now, hashing only those after ``known``.
+
+    Starts from ``known`` or from the newest stored head whose frontier holds,
+    whichever covers more, and reads the entries after it (in the caller's
+    transaction). Raises ``HeadError`` where the ledger does not hold (an
+    index missing, a hash malformed).
+    """
+    size, frontier, _ = _fold(connection, known)
+    return Frontier(size, tuple(frontier))
+
+
+def _newest_head(connection: Connection) -> StoredHead | None:
+    h = schema.ledger_heads.c
     newest = connection.execute(
         sa.select(h.size, h.root, h.signature, h.public_key, h.frontier)
         .order_by(h.size.desc()).limit(1)).first()
+    return None if newest is None else \
+        StoredHead(int(newest[0]), newest[1], newest[2], newest[3], newest[4])
+
+
+def _fold(connection: Connection,
+          known: Frontier | None) -> tuple[int, list[bytes], StoredHead | None]:
+    """(size, frontier) over the whole stored ledger, and the newest stored head."""
+    c = schema.ledger.c
+    newest = _newest_head(connection)
     size, frontier = 0, []
     if newest is not None:
-        stored = StoredHead(int(newest[0]), newest[1], newest[2], newest[3], newest[4])
-        nodes = stored.frontier_hashes()
+        nodes = newest.frontier_hashes()
         if nodes is not None:
-            size, frontier = stored.size, nodes
+            size, frontier = newest.size, nodes
+    if known is not None and known.size > size:
+        size, frontier = known.size, list(known.nodes)
     rows = connection.execute(
         sa.select(c.index, c.hash).where(c.index >= size).order_by(c.index)).all()
     leaves: list[bytes] = []
@@ -139,12 +163,31 @@ def record_head(connection: Connection, key: Ed25519PrivateKey) -> TreeHead:
             raise HeadError(f"cannot sign a tree head: the ledger does not hold at entry "
                             f"{size + offset} (run `assay ledger verify`)")
         leaves.append(leaf)
-    new_size = size + len(leaves)
-    if newest is not None and new_size == int(newest[0]):
+    return size + len(leaves), merkle.extend_frontier(frontier, size, leaves), newest
+
+
+def record_head(connection: Connection, key: Ed25519PrivateKey,
+                known: Frontier | None = None) -> TreeHead:
+    """Sign and store a head over the whole ledger, in the caller's transaction.
+
+    Reads the newest stored head and its frontier (or starts from ``known``,
+    a ``frontier_of`` this process read earlier, when it covers more), hashes
+    only the entries after it, signs ``chain.head_message(size, root)`` and
+    inserts the row. When a head of that size is already stored (nothing
+    appended since, or a concurrent writer signed the same size first), that
+    head is returned. A stored frontier that does not fold to its head's
+    root is not extended: the tree is then rebuilt from all entries
+    (``assay ledger verify`` names what was edited). On PostgreSQL the
+    appenders' advisory lock is taken, so no entry lands between reading the
+    tail and signing it.
+    """
+    if connection.dialect.name == "postgresql":
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_KEY)))
+    new_size, frontier, newest = _fold(connection, known)
+    if newest is not None and new_size == newest.size:
         existing = _head_at(connection, new_size)
         if existing is not None:
             return existing
-    frontier = merkle.extend_frontier(frontier, size, leaves)
     root = merkle.frontier_root(frontier)
     head = TreeHead(new_size, root, key.sign(head_message(new_size, root)))
     row = {

@@ -138,6 +138,7 @@ def _serve(connection: Connection, parents_end: Connection,
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     failure: AssayError | None = None
     store = None
+    known = None  # the ledger's compact range as the last batch left it (heads.Frontier)
     try:
         from .database import open_store
         from .keys import signing_key
@@ -161,12 +162,15 @@ def _serve(connection: Connection, parents_end: Connection,
             continue
         try:
             if kind == "write":
-                write_batch(store, message[1], message[2])  # type: ignore[arg-type]
+                # With a key, a head is signed at the seal: follow the ledger meanwhile.
+                known = write_batch(store, message[1], message[2],  # type: ignore[arg-type]
+                                    follow=key is not None, known=known)
             elif kind == "register":
                 register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", None))
             elif kind == "seal":
-                connection.send(("done", seal_run(store, key, *message[1:])))  # type: ignore[arg-type]
+                connection.send(("done", seal_run(store, key, *message[1:],  # type: ignore[arg-type]
+                                                  known=known)))
             else:  # ready, sync, stop: everything before them is written
                 connection.send(("done", None))
                 if kind == "stop":

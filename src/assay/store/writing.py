@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from .database import Store
+    from .heads import Frontier
 
 
 def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> bytes:
@@ -88,16 +89,30 @@ def register_run(store: Store, row: dict[str, Any], content: bytes) -> None:
         append_bodies(connection, [("run-registered", content)])
 
 
-def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord]) -> None:
-    """One batch of a run's trials, with their entries, in one transaction."""
+def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord], *,
+                follow: bool = False, known: Frontier | None = None) -> Frontier | None:
+    """One batch of a run's trials, with their entries, in one transaction.
+
+    ``follow``: also read the ledger's compact range as this transaction
+    leaves it (``heads.frontier_of``, from ``known``), and return it once
+    committed: the writer process keeps it, so that the head signed at the
+    seal hashes only what was written after the last batch.
+    """
     with store.writing(run_id) as connection:
         write_trials(connection, run_id, records, ledger=True)
+        if not follow:
+            return None
+        from .heads import frontier_of
+
+        return frontier_of(connection, known)
 
 
 def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
-             columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+             columns: dict[str, Any], content: bytes,
+             known: Frontier | None = None) -> tuple[int, str]:
     """Append ``run-sealed``, complete the run's row and sign a tree head, in one transaction.
 
+    ``known``: a compact range ``write_batch`` read, which the head extends.
     Returns the sealing entry's index and hash (the report's ``seal``).
     """
     with store.writing(run_id) as connection:
@@ -108,7 +123,7 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
         if key is not None:
             from .heads import record_head
 
-            record_head(connection, key)
+            record_head(connection, key, known)
     return sealed.index, sealed.hash
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,17 @@ def _big_suite(folder: Path, n: int = 2000) -> Path:
 
 @pytest.fixture
 def passes() -> Iterator[list[int]]:
-    """The generation of every collector pass while the test runs, at the default thresholds."""
+    """The generation of every collector pass the test's own thread runs, at the default thresholds.
+
+    A pass runs in whichever thread allocates when it is due: one started by
+    a thread an earlier test left behind (say, a hung agent's, waking up) is
+    not the loader's.
+    """
     seen: list[int] = []
+    mine = threading.get_ident()
 
     def count(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
+        if phase == "start" and threading.get_ident() == mine:
             seen.append(info["generation"])
 
     saved = gc.get_threshold()

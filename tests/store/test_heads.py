@@ -269,3 +269,27 @@ def test_no_head_is_signed_over_a_gap_or_a_malformed_hash(store: Store) -> None:
     with pytest.raises(HeadError, match="entry 5"):
         record(store)
     assert [h.size for h in heads(store)] == [4]
+
+
+def test_a_ledger_that_does_not_hold_still_takes_a_run_s_batches(store: Store) -> None:
+    # The writer follows the ledger after each batch; where it cannot (an entry
+    # missing), the batch is written all the same and the seal is what refuses.
+    from assay.store.heads import HeadError
+    from assay.store.records import TrialRecord
+    from assay.store.writing import register_run, seal_run, write_batch
+
+    add(store, 4)
+    change(store, schema.ledger.delete().where(schema.ledger.c.index == 2))
+    row = {"run_id": "r1", "suite_id": "s/x@1", "suite_digest": "sha256:a", "hidden_set": None,
+           "hidden_source": None, "target_uri": "python:a:b", "target_digest": "sha256:b",
+           "target_facets": {}, "seed": 1, "started_at": "2025-01-01T00:00:00Z",
+           "trials_per_case": 1, "pass_mark": 1.0, "status": "open", "suite": "{}",
+           "options": "{}"}
+    register_run(store, row, b'{"run_id":"r1"}')
+    record = TrialRecord("c1", "public", 1, "pass", None, 0.1, "{}", (), b'{"output":1}')
+    assert write_batch(store, "r1", [record], follow=True) is None
+    with store.engine.connect() as connection:
+        trials = connection.execute(sa.select(schema.trials.c.case_id)).all()
+    assert [t[0] for t in trials] == ["c1"]
+    with pytest.raises(HeadError, match="entry 2"):
+        seal_run(store, KEY, "r1", {"finished_at": "2025-01-01T00:00:01Z"}, b'{"run_id":"r1"}')

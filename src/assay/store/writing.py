@@ -102,9 +102,14 @@ def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord], *,
         write_trials(connection, run_id, records, ledger=True)
         if not follow:
             return None
-        from .heads import frontier_of
+        from .heads import HeadError, frontier_of
 
-        return frontier_of(connection, known)
+        try:
+            return frontier_of(connection, known)
+        except HeadError:
+            # A ledger that does not hold is the seal's to refuse (as it did
+            # before the writer followed it): the batch is written all the same.
+            return None
 
 
 def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,

@@ -169,7 +169,8 @@ def _serve(connection: Connection, parents_end: Connection,
                 register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", None))
             elif kind == "seal":
-                connection.send(("done", seal_run(store, key, *message[1:],  # type: ignore[arg-type]
+                _, run_id, columns, content = message
+                connection.send(("done", seal_run(store, key, run_id, columns, content,  # type: ignore[arg-type]
                                                   known=known)))
             else:  # ready, sync, stop: everything before them is written
                 connection.send(("done", None))

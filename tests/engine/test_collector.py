@@ -61,6 +61,7 @@ def test_no_collection_while_the_battery_runs_and_the_collector_is_back_after(
         bench: Bench) -> None:
     uri, module = bench.agent(AGENT)
     assert gc.isenabled()
+    thresholds = gc.get_threshold()
     result = run(bench, suite(uri, 6))
     seen = outputs(result)
     assert len(seen) == 6
@@ -69,6 +70,7 @@ def test_no_collection_while_the_battery_runs_and_the_collector_is_back_after(
     assert [out["freed"] for out in seen] == [0] * 6
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0  # what the run froze is handed back to the collector
+    assert gc.get_threshold() == thresholds  # and the caller's thresholds come back
     gc.collect()
     assert len(module.freed) >= 6  # the cycles were garbage all along, and are collected now
 

@@ -118,7 +118,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
     stopped here either way.
     """
     watcher = watcher or QuietWatcher()
-    _tune_gc()
+    thresholds = _tune_gc()
     try:
         if not store:
             if sink is not None:
@@ -133,7 +133,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
         finally:
             sink.stop()
     finally:
-        _unfreeze()
+        _restore_gc(thresholds)
 
 
 def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
@@ -151,9 +151,9 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
     from .battery import Resume
 
     watcher = watcher or QuietWatcher()
-    _tune_gc()
     key = signing_key(db)
     store = open_store(db)
+    thresholds = _tune_gc()
     try:
         stored = store.open_run(run_id)
         if stored.status != "open":
@@ -185,7 +185,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         return _run_one(item, stored.target_uri, settings, watcher, recording)
     finally:
         store.close()
-        _unfreeze()
+        _restore_gc(thresholds)
 
 
 def open_sink(db: str | None) -> OpenSink:
@@ -203,11 +203,15 @@ def open_sink(db: str | None) -> OpenSink:
     return LocalSink(open_store(db), key, owned=True)
 
 
-def _tune_gc() -> None:
-    # A battery allocates many small, long-lived objects (cases, traces,
-    # verdicts) and frees few: the default GC thresholds rescan them all
-    # again and again. Collect less often.
+def _tune_gc() -> tuple[int, ...]:
+    """Collect less often while a run goes; returns the thresholds to put back after it.
+
+    A run allocates many small, long-lived objects (cases, traces, verdicts)
+    and frees few: the default thresholds rescan them again and again.
+    """
+    saved = gc.get_threshold()
     gc.set_threshold(50_000, 20, 100)
+    return saved
 
 
 #: How much the process may grow while a battery runs before the cyclic
@@ -290,10 +294,12 @@ def _resident_bytes() -> int | None:
         return None
 
 
-def _unfreeze() -> None:
-    # What a run froze (its suites, each battery's results) is left to the
-    # collector's oldest generation once the run is over: in a process that
-    # goes on (a worker, the workbench), garbage among it is collected again.
+def _restore_gc(thresholds: tuple[int, ...]) -> None:
+    # The caller's thresholds come back, and what the run froze (its suites,
+    # each battery's results) is left to the collector's oldest generation:
+    # in a process that goes on (a worker, the workbench), garbage among it
+    # is collected again.
+    gc.set_threshold(*thresholds)
     gc.unfreeze()
 
 

@@ -115,7 +115,7 @@ def test_a_followed_frontier_is_what_the_head_extends(store: Store) -> None:
     # What the writer followed is used, not read again: a frontier that does
     # not match the entries gives a head the ledger's verification refuses.
     add(store, 4)
-    bogus = Frontier(4, (b"\x01" * 32,))
+    bogus = Frontier(4, (b"\x01" * 32,), store.ledger.entries()[3].hash)
     add(store, 1)
     with store.engine.begin() as connection:
         head = record_head(connection, KEY, bogus)
@@ -125,6 +125,22 @@ def test_a_followed_frontier_is_what_the_head_extends(store: Store) -> None:
     with store.engine.begin() as connection:
         later = record_head(connection, KEY, Frontier(0, ()))
     assert later == head
+
+
+def test_a_followed_frontier_whose_tail_changed_is_not_extended(store: Store) -> None:
+    # Entries dropped or rewritten since the writer read them: the head is
+    # folded from the stored ledger as it is, not from the stale range.
+    add(store, 6)
+    with store.engine.begin() as connection:
+        known = frontier_of(connection)
+    assert known.size == 6 and known.last == store.ledger.entries()[5].hash
+    change(store, schema.ledger.delete().where(schema.ledger.c.index >= 4))
+    store.ledger.append_many([("review", {"other": i}) for i in range(3)])  # 4..6 again
+    assert store.ledger.entries()[5].hash != known.last
+    with store.engine.begin() as connection:
+        head = record_head(connection, KEY, known)
+    entries = store.ledger.entries()
+    assert head.size == 7 and head.root == merkle.root(leaves(entries))
 
 
 def test_an_empty_ledger_has_a_head_of_the_empty_tree(store: Store) -> None:

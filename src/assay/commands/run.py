@@ -168,10 +168,10 @@ def _outlive(results: list[RunResult]) -> list[RunResult]:
     They are the largest thing the command made (every case, trial and
     trace): freeing them object by object as the command returns took a
     tenth of a second at ten thousand cases, just before exiting. Held by a
-    list that holds itself, they outlive the command; once ``_exit`` has
-    frozen the collector (here, and again in ``_exit``), that cycle is
-    neither collected nor torn down at shutdown, and the operating system
-    takes the memory back at once.
+    list that holds itself, they outlive the command; with the collector
+    frozen (here, and again in ``_exit``), that cycle is neither collected
+    nor torn down at shutdown, and the operating system takes the memory
+    back at once.
     """
     keeper: list[object] = [results]
     keeper.append(keeper)

@@ -111,10 +111,14 @@ class Frontier:
     entries written since its last batch instead of the whole run. It holds
     hashes of committed entries read from the ledger itself, like a stored
     head's frontier, and it is only ever extended by entries read after it.
+    ``last`` is the stored hash of entry ``size - 1`` ("" for none): a range
+    whose last entry is no longer what it was (a tail dropped or rewritten
+    since) is not extended, and the head is folded as if there were none.
     """
 
     size: int
     nodes: tuple[bytes, ...]
+    last: str = ""
 
 
 def frontier_of(connection: Connection, known: Frontier | None = None) -> Frontier:
@@ -125,8 +129,8 @@ def frontier_of(connection: Connection, known: Frontier | None = None) -> Fronti
     transaction). Raises ``HeadError`` where the ledger does not hold (an
     index missing, a hash malformed).
     """
-    size, frontier, _ = _fold(connection, known)
-    return Frontier(size, tuple(frontier))
+    size, frontier, _, last = _fold(connection, known)
+    return Frontier(size, tuple(frontier), last)
 
 
 def _newest_head(connection: Connection) -> StoredHead | None:
@@ -138,9 +142,9 @@ def _newest_head(connection: Connection) -> StoredHead | None:
         StoredHead(int(newest[0]), newest[1], newest[2], newest[3], newest[4])
 
 
-def _fold(connection: Connection,
-          known: Frontier | None) -> tuple[int, list[bytes], StoredHead | None]:
-    """(size, frontier) over the whole stored ledger, and the newest stored head."""
+def _fold(connection: Connection, known: Frontier | None
+          ) -> tuple[int, list[bytes], StoredHead | None, str]:
+    """(size, frontier) over the whole stored ledger, the newest stored head, the last hash."""
     c = schema.ledger.c
     newest = _newest_head(connection)
     size, frontier = 0, []
@@ -148,7 +152,7 @@ def _fold(connection: Connection,
         nodes = newest.frontier_hashes()
         if nodes is not None:
             size, frontier = newest.size, nodes
-    if known is not None and known.size > size:
+    if known is not None and known.size > size and _hash_at(connection, known.size) == known.last:
         size, frontier = known.size, list(known.nodes)
     rows = connection.execute(
         sa.select(c.index, c.hash).where(c.index >= size).order_by(c.index)).all()
@@ -163,7 +167,18 @@ def _fold(connection: Connection,
             raise HeadError(f"cannot sign a tree head: the ledger does not hold at entry "
                             f"{size + offset} (run `assay ledger verify`)")
         leaves.append(leaf)
-    return size + len(leaves), merkle.extend_frontier(frontier, size, leaves), newest
+    new_size = size + len(leaves)
+    last = str(rows[-1][1]) if rows else _hash_at(connection, new_size)
+    return new_size, merkle.extend_frontier(frontier, size, leaves), newest, last
+
+
+def _hash_at(connection: Connection, size: int) -> str:
+    """The stored hash of entry ``size - 1`` ("" when size is 0 or the entry is missing)."""
+    if size <= 0:
+        return ""
+    c = schema.ledger.c
+    found = connection.scalar(sa.select(c.hash).where(c.index == size - 1))
+    return "" if found is None else str(found)
 
 
 def record_head(connection: Connection, key: Ed25519PrivateKey,
@@ -183,7 +198,7 @@ def record_head(connection: Connection, key: Ed25519PrivateKey,
     """
     if connection.dialect.name == "postgresql":
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(LOCK_KEY)))
-    new_size, frontier, newest = _fold(connection, known)
+    new_size, frontier, newest, _ = _fold(connection, known)
     if newest is not None and new_size == newest.size:
         existing = _head_at(connection, new_size)
         if existing is not None:

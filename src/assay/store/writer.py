@@ -139,6 +139,7 @@ def _serve(connection: Connection, parents_end: Connection,
     failure: AssayError | None = None
     store = None
     known = None  # the ledger's compact range as the last batch left it (heads.Frontier)
+    following = True  # until a batch finds the ledger does not hold (the seal says so then)
     try:
         from .database import open_store
         from .keys import signing_key
@@ -163,8 +164,10 @@ def _serve(connection: Connection, parents_end: Connection,
         try:
             if kind == "write":
                 # With a key, a head is signed at the seal: follow the ledger meanwhile.
+                follow = following and key is not None
                 known = write_batch(store, message[1], message[2],  # type: ignore[arg-type]
-                                    follow=key is not None, known=known)
+                                    follow=follow, known=known)
+                following = follow and known is not None
             elif kind == "register":
                 register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", None))

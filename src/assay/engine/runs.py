@@ -240,7 +240,6 @@ class _HeldCollector:
         self.limit = limit
         self.every = every
         self.finished = 0
-        self.collections = 0
         self.base: int | None = None
         self.held = False
 
@@ -281,7 +280,6 @@ class _HeldCollector:
             return
         gc.collect()
         gc.freeze()
-        self.collections += 1
         self.base = _resident_bytes() or size
 
 

@@ -164,10 +164,9 @@ def _serve(connection: Connection, parents_end: Connection,
         try:
             if kind == "write":
                 # With a key, a head is signed at the seal: follow the ledger meanwhile.
-                follow = following and key is not None
                 known = write_batch(store, message[1], message[2],  # type: ignore[arg-type]
-                                    follow=follow, known=known)
-                following = follow and known is not None
+                                    follow=following and key is not None, known=known)
+                following = known is not None
             elif kind == "register":
                 register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", None))

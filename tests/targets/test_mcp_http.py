@@ -117,7 +117,7 @@ def test_a_tool_over_streamable_http(server: Server) -> None:
     assert invoice.events[0].arguments == INVOICE
     assert invoice.evidence_for("tool_calls") == Evidence.OBSERVED
     assert invoice.facets["harness"] == "mcp+http"
-    assert invoice.facets["host_version"] == "table-extraction/1.0.0"
+    assert invoice.facets["server"] == "table-extraction/1.0.0"
     assert inline.output == {"columns": ["a", "total"], "rows": [{"a": "x", "total": "3.00"}]}
     assert missing.status == "error" and "no such document" in (missing.error or "")
 

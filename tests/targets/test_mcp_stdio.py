@@ -140,7 +140,7 @@ def test_the_table_server_answers_with_structured_content_and_the_call_is_record
     for fact in ("cost", "asks", "skills", "steps", "exit_code"):
         assert trace.evidence_for(fact) == Evidence.UNAVAILABLE
     assert trace.facets["harness"] == "mcp+stdio"
-    assert trace.facets["host_version"] == "table-extraction/1.0.0"
+    assert trace.facets["server"] == "table-extraction/1.0.0"
     assert tgt.facets == trace.facets
     assert tgt.digest().startswith("sha256:")
 
@@ -167,7 +167,7 @@ def test_mcp_server_time_from_pypi(tmp_path: Path) -> None:
     ))
     assert now.status == "ok"
     assert now.output["timezone"] == "UTC" and now.output["datetime"].endswith("+00:00")
-    assert now.facets["host_version"].startswith("mcp-time/")
+    assert now.facets["server"].startswith("mcp-time/")
     # The tool's own failure: isError.
     assert bad_zone.status == "error" and "Invalid timezone" in (bad_zone.error or "")
     assert bad_zone.events[-1].kind == "tool_result"
@@ -428,7 +428,7 @@ def test_a_handshake_era_server_without_sdk_and_with_junk_on_stdout(
     tgt = target(f"mcp+stdio:{PYTHON} raw.py", tmp_path)
     (trace,) = asyncio.run(session(tgt, request({"secret": canary}, "say")))
     assert (trace.status, trace.output) == ("ok", "plain words")
-    assert trace.facets["host_version"] == "raw/0.0.1"
+    assert trace.facets["server"] == "raw/0.0.1"
     assert trace.facets["mcp_protocol"] == "2025-11-25"
     out, err = capfd.readouterr()
     assert canary not in out and canary not in err

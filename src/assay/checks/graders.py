@@ -23,7 +23,8 @@ GRADER_TIMEOUT_S = 60.0
 OUTCOMES = ("pass", "fail", "inconclusive")
 
 
-def _is_script(spec: str) -> bool:
+def is_script(spec: str) -> bool:
+    """Whether a grader spec names a script (a path) rather than ``module:function``."""
     return spec.startswith((".", "/")) or spec.endswith(".py") and ":" not in spec
 
 
@@ -34,7 +35,7 @@ def _base_dir(assertion: Assertion) -> Path:
 def _prepare(arg: Any, ctx: LoadContext) -> Any:
     if not isinstance(arg, str) or not arg:
         raise ValueError("expects module:function or a ./path/to/script")
-    if _is_script(arg):
+    if is_script(arg):
         path = (ctx.base_dir / arg).resolve()
         if not path.is_file():
             raise ValueError(f"grader script {arg!r} does not exist")
@@ -89,7 +90,7 @@ def _run_script(path: Path, trace: Trace) -> Judgement:
 def _evaluate(assertion: Assertion, trace: Trace) -> Judgement:
     spec: str = assertion.arg
     base = _base_dir(assertion)
-    if _is_script(spec):
+    if is_script(spec):
         judgement = _run_script((base / spec).resolve(), trace)
     else:
         try:

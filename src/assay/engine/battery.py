@@ -220,8 +220,9 @@ class Battery:
                 self._folded[index] = self._fold(index)
 
     def _fold(self, index: int) -> CaseResult:
-        trials = self._results[index]
-        return fold_case(self.loaded.suite.cases[index], [trials[n] for n in sorted(trials)])
+        trials, case = self._results[index], self.loaded.suite.cases[index]
+        return fold_case(case, [trials[n] for n in sorted(trials)],
+                         facets=self.loaded.case_facets(case))
 
     async def _trial(self, slot: _Slot) -> TrialResult:
         request = slot.request

@@ -17,6 +17,7 @@ The rules, in the order they bite:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
@@ -90,8 +91,14 @@ def fold_trial(
     )
 
 
-def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None) -> CaseResult:
+def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None,
+              facets: Mapping[str, str] | None = None) -> CaseResult:
     """A case's outcome, rates and pass^k from its trials.
+
+    ``facets`` (what the case was, as digests: ``LoadedSuite.case_facets``)
+    are kept with the result, with ``model`` added: the models the trials'
+    traces say answered, sorted and joined by ``, `` (a model behind an alias
+    that moved shows here, not in the URI).
 
     Quality verdicts are grouped across trials by their position in the
     trial's verdict list together with their assertion label (every trial
@@ -125,7 +132,17 @@ def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None) ->
         tags=list(case.tags),
         quality=quality,
         trials=list(trials),
+        facets=_served(facets, trials),
     )
+
+
+def _served(facets: Mapping[str, str] | None, trials: list[TrialResult]) -> dict[str, str]:
+    found = dict(facets or {})
+    models = {t.trace.facets["model"] for t in trials
+              if t.trace is not None and "model" in t.trace.facets}
+    if models:
+        found["model"] = ", ".join(sorted(models))
+    return found
 
 
 @dataclass

@@ -84,3 +84,48 @@ def clustered_se(case_scores: list[list[float]]) -> float | None:
         means.append(math.fsum(scores) / len(scores))
     grand = math.fsum(means) / len(means)
     return math.sqrt(math.fsum((m - grand) ** 2 for m in means)) / len(means)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """The exact (binomial) two-sided McNemar p-value for ``b`` and ``c`` discordant pairs.
+
+    Two runs over the same cases: ``b`` cases passed in the first and not in
+    the second, ``c`` the other way round. Under "no difference" each
+    discordant case goes either way with probability ½, so with n = b + c::
+
+        p = min(1, 2 · Σ_{i=0}^{min(b,c)} C(n, i) / 2ⁿ)
+
+    the exact form McNemar's test takes for the small counts a suite gives
+    (Fagerland, Lydersen & Laake 2013, "The McNemar test for binary
+    matched-pairs data"). No discordant case is no evidence of a difference:
+    1.0. Computed in integers, so large n neither overflows nor underflows.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"mcnemar_exact: need counts >= 0, got {b} and {c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, (2 * tail) / (1 << n))  # int / int is exact-then-rounded in Python
+
+
+def paired_difference(diffs: list[float]) -> tuple[float | None, float | None]:
+    """The mean of paired differences and its standard error: (mean, se).
+
+    One difference per case (candidate's pass@1 minus the baseline's), so the
+    cases are the independent units and the trials inside a case are not
+    (Miller 2024, "Adding error bars to evals", §4 on paired comparisons)::
+
+        mean = Σdᵢ / n          se = sqrt( Σ(dᵢ − mean)² / (n − 1) / n )
+
+    No case gives (None, None); one case gives its difference and no error
+    (None): one pair says nothing about the spread.
+    """
+    n = len(diffs)
+    if n == 0:
+        return (None, None)
+    mean = math.fsum(diffs) / n
+    if n == 1:
+        return (mean, None)
+    spread = math.fsum((d - mean) ** 2 for d in diffs) / (n - 1)
+    return (mean, math.sqrt(spread / n))

@@ -96,6 +96,10 @@ class CaseResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     quality: list[RateSummary] = Field(default_factory=list)
     trials: list[TrialResult] = Field(default_factory=list)
+    #: What the case was and what served it, as ``assay compare`` aligns runs on
+    #: (``suites.facets``; ``model``: the models the trials say answered). Absent
+    #: from reports made before it existed, and then not written back.
+    facets: dict[str, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
 
 
 class HoldoutResult(BaseModel):

@@ -375,6 +375,23 @@ class Store:
                         trial.trace = Trace.model_validate_json(content)
         return report
 
+    def report_document(self, run_id: str) -> tuple[str, str | None, dict[str, Any] | None]:
+        """A run's status, its FULL report's stored JSON (None while open) and its seal.
+
+        The text as stored, not a model: ``assay compare`` and ``assay gate``
+        read two 10,000-case reports in well under a second, which validating
+        them as models and loading every trace would not allow.
+        """
+        r = schema.runs.c
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(r.report, r.status, r.seal_entry, r.seal_hash)
+                                     .where(r.run_id == run_id)).first()
+        if row is None:
+            raise UsageError(f"no run {run_id} in the store")
+        seal = (None if row.seal_entry is None
+                else {"entry": int(row.seal_entry), "hash": row.seal_hash})
+        return row.status, row.report, seal
+
     def open_run(self, run_id: str) -> OpenRun:
         """What ``assay run --resume`` needs of a run: how it was registered, and its status."""
         r = schema.runs.c

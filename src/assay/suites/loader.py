@@ -40,6 +40,20 @@ class LoadedSuite:
     #: the samples (or no hidden cases) were used instead. A fact for the command
     #: to tell the user; loading never prints.
     hidden_missing: Path | None = None
+    #: What the digests cover, per case id (public and hidden): the case's fields as
+    #: JSON and its fixture's digest; ``case_facets`` digests them on demand.
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    #: Grader sources' digests, computed once per grader (``suites.facets``).
+    _graders: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def case_facets(self, case: Case) -> dict[str, str]:
+        """The digests ``assay compare`` aligns this case on (``suites.facets``)."""
+        from .facets import case_facets
+
+        identity = self.identities.get(case.id)
+        if identity is None:  # a suite built by hand, not loaded from a file
+            identity = _identities([case], {})[0]
+        return case_facets(case, identity, self._graders)
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
@@ -185,10 +199,15 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
     secret = [c for c in suite.cases if c.split == "hidden"]
     body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
                             exclude_defaults=True)
-    suite_digest = digest({"suite": body, "cases": _identities(public)})
-    hidden_digest = digest(_identities(secret)) if secret else None
+    fixtures: dict[Path, str] = {}
+    public_ids, secret_ids = _identities(public, fixtures), _identities(secret, fixtures)
+    suite_digest = digest({"suite": body, "cases": public_ids})
+    hidden_digest = digest(secret_ids) if secret else None
+    identities = {c.id: i for c, i in zip([*public, *secret], [*public_ids, *secret_ids],
+                                          strict=True)}
     loaded = LoadedSuite(suite, path, suite_digest, hidden_digest,
-                         choice.source if secret else None, hidden_missing=choice.missing)
+                         choice.source if secret else None, hidden_missing=choice.missing,
+                         identities=identities)
     for case in suite.cases:
         where = loaded.fixture_path(case)
         if where is not None and str(where) not in loaded.fixtures and is_tool_fixture(where):
@@ -211,18 +230,23 @@ def _line_of(case: Case) -> Callable[[object], int | None]:
 _CASE_LIST: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
 
 
-def _identities(cases: list[Case]) -> list[dict[str, Any]]:
+def _identities(cases: list[Case], fixtures: dict[Path, str]) -> list[dict[str, Any]]:
     """What identifies each case in a digest: its fields as JSON, and its fixture's bytes.
 
     Fields left at their defaults are the same case whether written or not,
     so they stay out of the digest (which also keeps it quick to compute).
     One dump of the whole list: per case, the call cost more than the dump.
+    ``fixtures`` caches each fixture's digest: many cases share one folder.
     """
     identities: list[dict[str, Any]] = _CASE_LIST.dump_python(cases, mode="json",
                                                              exclude_defaults=True)
     for case, data in zip(cases, identities, strict=True):
         if case.fixture is not None and case.file is not None:
-            data["fixture_digest"] = file_digest(Path(case.file).parent / case.fixture)
+            where = Path(case.file).parent / case.fixture
+            found = fixtures.get(where)
+            if found is None:
+                found = fixtures[where] = file_digest(where)
+            data["fixture_digest"] = found
     return identities
 
 

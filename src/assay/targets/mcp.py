@@ -180,7 +180,7 @@ class McpTarget:
         self._shared = connection
         if connection.server_name:
             self._server = f"{connection.server_name}/{connection.server_version}"
-            self.facets["host_version"] = self._server
+            self.facets["server"] = self._server
         if connection.protocol_version:
             self.facets["mcp_protocol"] = connection.protocol_version
         try:

@@ -1,0 +1,207 @@
+"""A finished run as compare, gate and drift read it: per case, what it was and how it went.
+
+Built from a report's JSON, a stored run's (full: hidden cases keep their
+real ids, so two stored runs align them by identity) or a report file's
+(redacted: hidden cases are ``holdout-N``). Plain data, read once: the
+deciders below are pure functions of these facts (DESIGN "analysis/").
+
+Hidden content stays where it is: a ``CaseFacts`` keeps a hidden case's id
+for alignment only; every outward surface names it by ``label``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+#: The run's facets a row is aligned on besides its own (SPEC §8): the harness,
+#: the host's version and the model. A case's own ``model`` (what its trials say
+#: answered) replaces the run's.
+RUN_FACETS = ("harness", "host_version", "model")
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """One case of a run: outcome, pass@1, what it was (facets), what it spent."""
+
+    id: str
+    #: What outward surfaces call it: its id, or ``holdout-N`` for a hidden case.
+    label: str
+    split: str
+    outcome: str
+    pass_at_1: float
+    facets: Mapping[str, str]
+    usd: float | None = None
+    tokens: int | None = None
+    duration_s: float = 0.0
+    trials: int = 0
+    #: Structural checks that failed in some trial (assertion labels); a hidden
+    #: case's are withheld from every surface, like its notes.
+    breaches: tuple[str, ...] = ()
+    #: Quality checks whose interval straddles their threshold (assertion labels).
+    straddles: tuple[str, ...] = ()
+    synthetic: bool = False
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One sealed run, from its report."""
+
+    run_id: str
+    #: ``store`` (hidden cases by identity) or ``file`` (hidden cases as holdout-N).
+    source: str
+    suite_id: str
+    suite_digest: str
+    hidden_set: str | None
+    target_uri: str
+    target_digest: str
+    facets: Mapping[str, str]
+    started_at: str
+    overall: float | None
+    public: float | None
+    hidden: float | None
+    pass_mark: float
+    passed: bool
+    interrupted: bool
+    usd: float | None
+    tokens: int | None
+    cases: list[CaseFacts] = field(default_factory=list)
+    seal: Mapping[str, Any] | None = None
+
+
+def from_report(data: Any, source: str, seal: Mapping[str, Any] | None = None,
+                *, where: str = "the report") -> RunFacts:
+    """The facts of a report's JSON (a dict); a malformed one is a usage error naming ``where``."""
+    try:
+        return _from_report(data, source, seal)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise UsageError(f"{where} is not an assay report (schema assay.report/1): "
+                         f"{_what(error)}") from None
+
+
+def _what(error: Exception) -> str:
+    if isinstance(error, KeyError):
+        return f"it has no {error.args[0]!r}"
+    return "a field has the wrong form"
+
+
+def _from_report(data: Any, source: str, seal: Mapping[str, Any] | None) -> RunFacts:
+    if not isinstance(data, dict) or data.get("schema") != "assay.report/1":
+        raise ValueError("schema")
+    target, suite, scores, cost = data["target"], data["suite"], data["scores"], data["cost"]
+    run_facets = {k: str(v) for k, v in (target.get("facets") or {}).items()}
+    cases = []
+    hidden = 0
+    for case in data["cases"]:
+        split = str(case["split"])
+        label = str(case["id"])
+        if split == "hidden":
+            hidden += 1
+            label = f"holdout-{hidden}"
+        cases.append(_case(case, label, run_facets))
+    tokens = None
+    if cost.get("input_tokens") is not None or cost.get("output_tokens") is not None:
+        tokens = int(cost.get("input_tokens") or 0) + int(cost.get("output_tokens") or 0)
+    return RunFacts(
+        run_id=str(data["run_id"]), source=source, suite_id=str(suite["id"]),
+        suite_digest=str(suite["digest"]), hidden_set=suite.get("hidden_set"),
+        target_uri=str(target["uri"]), target_digest=str(target["digest"]),
+        facets=run_facets, started_at=str(data["started_at"]),
+        overall=scores.get("overall"), public=scores.get("public"),
+        hidden=scores.get("hidden"), pass_mark=float(scores["pass_mark"]),
+        passed=bool(scores["passed"]), interrupted=bool(data.get("interrupted", False)),
+        usd=cost.get("usd"), tokens=tokens, cases=cases,
+        seal=seal if seal is not None else data.get("seal"),
+    )
+
+
+def _case(case: dict[str, Any], label: str, run_facets: Mapping[str, str]) -> CaseFacts:
+    outcome = str(case["outcome"])
+    trials = case.get("trials")
+    facets = {k: v for k, v in run_facets.items() if k in RUN_FACETS}
+    facets.update({k: str(v) for k, v in (case.get("facets") or {}).items()})
+    if trials is None:  # a holdout of a redacted report: its outcome only
+        return CaseFacts(str(case["id"]), label, str(case["split"]), outcome,
+                         1.0 if outcome == "pass" else 0.0, facets)
+    usd: list[float] = []
+    tokens: list[int] = []
+    duration = 0.0
+    breaches: dict[str, None] = {}
+    for trial in trials:
+        usage = trial.get("usage") or {}
+        if usage.get("cost_usd") is not None:
+            usd.append(float(usage["cost_usd"]))
+        if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
+            tokens.append(int(usage.get("input_tokens") or 0)
+                          + int(usage.get("output_tokens") or 0))
+        duration += float(trial.get("duration_s") or 0.0)
+        for verdict in trial.get("verdicts") or ():
+            if verdict.get("family") == "structural" and verdict.get("outcome") == "fail":
+                breaches.setdefault(str(verdict.get("assertion")), None)
+    straddles = tuple(str(q["assertion"]) for q in case.get("quality") or () if q.get("straddles"))
+    return CaseFacts(
+        str(case["id"]), label, str(case["split"]), outcome, float(case["pass_at_1"]), facets,
+        usd=math.fsum(usd) if usd else None, tokens=sum(tokens) if tokens else None,
+        duration_s=duration, trials=len(trials), breaches=tuple(breaches),
+        straddles=straddles, synthetic=bool(case.get("synthetic", False)),
+    )
+
+
+# --- where runs come from ------------------------------------------------------------
+
+def load_run(ref: str, db: str | None, *, store: Any = None) -> RunFacts:
+    """A run named by ``ref``: a report file when such a file exists, else a stored run id.
+
+    A stored run must be sealed; a report file must hold exactly one report
+    (``assay run --json`` writes one line per run). ``store`` is an open store
+    to reuse (the caller closes it); otherwise one is opened on ``db`` and closed.
+    """
+    path = Path(ref)
+    if path.is_file():
+        return load_file(path)
+    if store is not None:
+        return load_stored(store, ref)
+    from ..store.database import open_store
+
+    opened = open_store(db)
+    try:
+        return load_stored(opened, ref)
+    finally:
+        opened.close()
+
+
+def load_stored(store: Any, run_id: str) -> RunFacts:
+    """A sealed stored run (hidden cases by identity); an open one is a usage error."""
+    status, body, seal = store.report_document(run_id)
+    if body is None or status != "sealed":
+        raise UsageError(f"run {run_id} is not sealed: it stopped part-way or is still "
+                         f"running (finish it with `assay run --resume {run_id}`)")
+    return from_report(json.loads(body), "store", seal, where=f"run {run_id}")
+
+
+def load_file(path: Path) -> RunFacts:
+    """The one report in a ``--json`` file; anything else is a usage error naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot read it ({type(error).__name__})") from None
+    try:  # one document (`assay show --json` indents it), else JSON Lines (`--json F`)
+        documents = [json.loads(text)]
+    except json.JSONDecodeError as whole:
+        try:
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            raise UsageError(f"{path}:{whole.lineno}: not a JSON report ({whole.msg})") from None
+    if not documents:
+        raise UsageError(f"{path} is empty: not an assay report")
+    if len(documents) != 1:
+        ids = ", ".join(str(d.get("run_id")) for d in documents if isinstance(d, dict))
+        raise UsageError(f"{path} holds {len(documents)} reports ({ids}); compare one run: "
+                         "give its stored run id")
+    return from_report(documents[0], "file", where=str(path))

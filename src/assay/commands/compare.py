@@ -1,0 +1,96 @@
+"""`assay compare BASE CAND`: did the candidate get worse than the baseline, or only dearer?"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import AssayError
+from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail
+
+#: ``--json -`` / ``--markdown -``: write to standard output instead of a file.
+STDOUT = Path("-")
+
+
+def write_output(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` (whole or not at all), or to stdout for ``-``; say a failure.
+
+    Returns False when the file could not be written: the command then exits 3
+    after printing what it could, as ``assay run`` does for its report files.
+    """
+    from ..reports.common import write_file
+    from ..reports.safe import inert
+
+    if path == STDOUT:
+        click.echo(text, nl=not text.endswith("\n"))
+        return True
+    try:
+        write_file(path, text)
+    except OSError as error:
+        click.echo(inert(f"assay: error: cannot write {path}: "
+                         f"{error.strerror or type(error).__name__}", one_line=True), err=True)
+        return False
+    return True
+
+
+@click.command()
+@click.argument("base", metavar="BASE")
+@click.argument("cand", metavar="CAND")
+@click.option("--cost-tolerance", type=float, default=0.25, show_default=True,
+              help="The same outcomes for more than this fraction more cost or tokens is "
+                   "'worse'.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="F", help="Write the comparison as JSON (schema assay.compare/1); - for "
+                                "standard output.")
+@click.option("--markdown", "markdown_path", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="F", help="Write the comparison as Markdown, for a CI page; - for "
+                                "standard output.")
+@DB_OPTION
+def compare(base: str, cand: str, cost_tolerance: float, json_path: Path | None,
+            markdown_path: Path | None, db: str | None) -> None:
+    """Compare two runs of one suite, case by case; exit 1 if CAND is worse.
+
+    BASE and CAND are stored run ids or report files (`assay run --json F`).
+    Cases are aligned by id (hidden ones by identity, shown as holdout-N): a
+    row is aligned when every facet both runs recorded matches (the case, its
+    fixture, assertions and graders, harness, host version, invocation,
+    model), unverified when a run did not record one, non-comparable when one
+    differs. Only aligned rows decide: CAND is worse when one regressed, or
+    when the same outcomes cost more than --cost-tolerance more.
+    """
+    from rich.console import Console
+
+    from ..analysis.compare import compare as run_compare
+    from ..analysis.run_facts import load_run
+    from ..reports.comparison import comparison_markdown, print_comparison
+    from ..reports.safe import json_text
+
+    try:
+        store = None
+        if not (Path(base).is_file() and Path(cand).is_file()):
+            from ..store.database import open_store
+
+            store = open_store(db)
+        try:
+            base_run = load_run(base, db, store=store)
+            cand_run = load_run(cand, db, store=store)
+        finally:
+            if store is not None:
+                store.close()
+        result = run_compare(base_run, cand_run, cost_tolerance)
+    except AssayError as error:
+        fail(error)
+        return
+    written = True
+    if json_path is not None:
+        written &= write_output(json_path, json_text(result.to_json()))
+    if markdown_path is not None:
+        written &= write_output(markdown_path, comparison_markdown(result))
+    if STDOUT not in (json_path, markdown_path):
+        print_comparison(Console(file=sys.stdout, highlight=False), result)
+    if not written:
+        sys.exit(EXIT_HARNESS)
+    if result.verdict == "worse":
+        sys.exit(EXIT_NOT_PASSED)

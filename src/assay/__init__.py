@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["AgentError", "Case", "Refused", "Suite", "expect", "__version__"]
+__all__ = ["AgentError", "Case", "PolicyDenied", "Refused", "Suite", "__version__", "expect",
+           "publish_gated"]
 
 if TYPE_CHECKING:
     from . import expect
+    from .analysis.gate import PolicyDenied, publish_gated
     from .model import Case, Suite
     from .targets.python import AgentError, Refused
 
@@ -25,6 +27,8 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module("assay.model"), name)
     if name == "expect":
         return importlib.import_module("assay.expect")
+    if name in ("PolicyDenied", "publish_gated"):
+        return getattr(importlib.import_module("assay.analysis.gate"), name)
     if name in ("AgentError", "Refused"):
         return getattr(importlib.import_module("assay.targets.python"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")

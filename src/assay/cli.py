@@ -17,6 +17,7 @@ from . import __version__
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
 from .commands.erase import erase
+from .commands.gate import gate
 from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.receipt import receipt
@@ -75,7 +76,7 @@ def main() -> None:
     """
 
 
-for _command in (run, list_, runs, show, compare, ledger, receipt, replay, erase):
+for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay, erase):
     main.add_command(_command)
 
 

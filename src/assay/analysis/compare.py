@@ -128,9 +128,6 @@ def _side(run: RunFacts) -> dict[str, Any]:
 def compare(base: RunFacts, cand: RunFacts,
             cost_tolerance: float = DEFAULT_COST_TOLERANCE) -> Comparison:
     """Compare ``cand`` with ``base`` (see the module doc); runs of two suites are refused."""
-    if base.suite_id != cand.suite_id:
-        raise UsageError(f"run {base.run_id} is of suite {base.suite_id} and run "
-                         f"{cand.run_id} of {cand.suite_id}: compare runs of one suite")
     if not (cost_tolerance >= 0 and math.isfinite(cost_tolerance)):
         raise UsageError(f"--cost-tolerance must be a number >= 0, got {cost_tolerance}")
     rows = align(base, cand)
@@ -162,8 +159,11 @@ def align(base: RunFacts, cand: RunFacts) -> list[Row]:
     Hidden cases are matched by id when both runs come from the store; when
     either is a report file, both sides' hidden cases are ``holdout-N`` in their
     own order, and match only if both ran the same hidden set (a ``hidden_set``
-    facet says so, or that they did not).
+    facet says so, or that they did not). Runs of two suites are refused.
     """
+    if base.suite_id != cand.suite_id:
+        raise UsageError(f"run {base.run_id} is of suite {base.suite_id} and run "
+                         f"{cand.run_id} of {cand.suite_id}: compare runs of one suite")
     by_identity = base.source == "store" and cand.source == "store"
     left = _keyed(base, by_identity)
     right = _keyed(cand, by_identity)

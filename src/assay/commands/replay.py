@@ -19,11 +19,14 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
 
     Verdicts, trial and case outcomes and scores are recomputed from the
     stored traces and suite, and compared with the stored rows, the stored
-    report and the run's ledger entries. The agent is not run again. Hidden
+    report and the run's ledger entries; each gate decision taken on the run
+    is decided again from the stored runs. The agent is not run again. Hidden
     cases are named holdout-N
     and their assertions by position only.
     """
+    from ..analysis.gate import recheck
     from ..analysis.replay import replay as regrade
+    from ..analysis.run_facts import load_stored
     from ..reports.safe import inert, json_text
     from ..store.database import open_store
     from ..store.replaying import load_run_ledger
@@ -33,9 +36,14 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
         try:
             stored = store.load_replay(run_id)
             ledger = load_run_ledger(store, run_id)
+            result = regrade(stored, ledger)
+            # The gate decisions taken on this run, decided again from what is stored.
+            gates, differences = recheck(list(ledger.entries.values()),
+                                         lambda ref: load_stored(store, ref))
         finally:
             store.close()
-        result = regrade(stored, ledger)
+        result.entries += gates
+        result.differences.extend(differences)
     except AssayError as error:
         fail(error)
         return

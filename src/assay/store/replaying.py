@@ -51,7 +51,7 @@ class RunLedger:
 
     ``trial_entries`` maps (case id, trial n) to ``trials.entry`` where it is
     set; ``entries`` holds those referenced entries, whatever their content,
-    every trial-verdict or run-sealed entry whose content names the run, and
+    every trial-verdict, run-sealed or gate entry whose content names the run, and
     every erasure entry that rewrote its report (``reports`` names the run,
     with the report's digest before and after: docs/decisions/0018-erasure.md).
     ``erased`` counts trial-verdict entries whose content is erased and that
@@ -98,7 +98,7 @@ def load_run_ledger(store: Store, run_id: str) -> RunLedger:
         rows = connection.execute(
             sa.select(lg.index, lg.kind, lg.content_digest, lg.prev_hash, lg.hash, b.content)
             .outerjoin(schema.blobs, b.digest == lg.content_digest)
-            .where(sa.or_(lg.kind.in_(("trial-verdict", "run-sealed", "erasure")),
+            .where(sa.or_(lg.kind.in_(("trial-verdict", "run-sealed", "erasure", "gate")),
                           lg.index.in_(sorted(wanted))))
             .order_by(lg.index))
         entries: dict[int, LedgerEntry] = {}

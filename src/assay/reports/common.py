@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from ..model import CaseResult, HoldoutResult, Report
@@ -42,10 +43,23 @@ def write_file(path: Path, data: str | bytes) -> None:
     """Write a report file whole or not at all: into a temporary file beside it, then renamed.
 
     A reporter that fails part-way leaves the file it was asked for as it
-    was (absent, or the previous run's), never half written.
+    was (absent, or the previous run's), never half written. A link is
+    followed (the file it names is replaced, not the link), and what is not
+    a regular file (``/dev/stdout``, a pipe, ``/dev/full``) is written in
+    place: renaming over a device would replace it, for every process on
+    the machine.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = Path(os.path.realpath(path))
     body = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        special = not stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with path.open("wb") as device:
+            device.write(body)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         temporary.write_bytes(body)

@@ -27,7 +27,7 @@ demo: $(STAMP)
 	@echo
 	@echo "== The same extraction suite against an agent tuned to its public cases."
 	@echo "== Its hidden cases catch it: expect NOT PASSED, possibly-tuned, exit 1."
-	@$(BIN)/assay run examples/extraction --target python:tuned_agent:extract; \
+	@$(BIN)/assay run examples/extraction --target python:tuned_agent:extract --json out/tuned.json; \
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1
 	@echo
 	@echo "== The support suite against a model that obeys instructions hidden in a customer's"
@@ -42,6 +42,16 @@ demo: $(STAMP)
 	$(BIN)/assay ledger verify
 	$(BIN)/assay receipt "$$($(BIN)/python -c 'import json; d = json.loads(open("out/demo.json").readline()); print(d["run_id"])')" --out out/demo.receipt.json
 	$(BIN)/assay receipt verify out/demo.receipt.json
+	@echo
+	@echo "== Decide: compare the tuned agent with the honest one, case by case. Its hidden cases"
+	@echo "== regressed: expect WORSE, exit 1. Then a release gate against the honest baseline"
+	@echo "== blocks it, and the decision is sealed in the ledger: expect BLOCKED, exit 1."
+	@honest=$$($(BIN)/python -c 'import json; print(next(d["run_id"] for d in map(json.loads, open("out/demo.json")) if d["suite"]["id"] == "demo/extraction.table@1"))'); \
+	  tuned=$$($(BIN)/python -c 'import json; print(json.load(open("out/tuned.json"))["run_id"])'); \
+	  $(BIN)/assay compare $$honest $$tuned --markdown out/compare.md; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 1 || exit 1; \
+	  $(BIN)/assay gate $$tuned --baseline $$honest --json out/gate.json; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 1
 
 $(HOSTS): tests/hosts/package.json tests/hosts/package-lock.json tests/hosts/install.sh
 	tests/hosts/install.sh

@@ -14,7 +14,7 @@ sides ran the same thing:
 
 Only aligned rows decide the verdict and the significance figures; every row
 shows its change. Facet names are shown, never their values (a hidden case's
-facets are digests of its content). docs/decisions/0026-compare.md.
+facets are digests of its content). docs/decisions/0029-compare-and-gate.md.
 """
 
 from __future__ import annotations

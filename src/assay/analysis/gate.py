@@ -4,7 +4,7 @@
 the baseline's facts give the decision. ``gate`` reads the store, decides and
 seals the decision as a ``gate`` ledger entry that names both runs by their
 seals, so an auditor (``assay replay``) can decide again from what is stored
-and see whether the entry still says the same (docs/decisions/0027-gate.md).
+and see whether the entry still says the same (docs/decisions/0029-compare-and-gate.md).
 
 Policies combine; each is checked only when given, except the first:
 

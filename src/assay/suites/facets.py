@@ -5,7 +5,7 @@ the same input and settings, the same fixture bytes, the same assertions and
 the same grader code. Each is one digest in the case's facets, so that a
 comparison can name which of them moved (``differs: ["fixture"]``) without
 quoting anything — a hidden case's facets are digests too, and are never
-shown, only compared (docs/decisions/0026-compare.md).
+shown, only compared (docs/decisions/0029-compare-and-gate.md).
 
 The digests are SHA-256 of sorted, compact JSON: they are only ever compared
 with each other, never verified by a third party, so the C encoder does

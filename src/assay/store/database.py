@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the models are imported where used: the writer process neve
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 #: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 #: The PostgreSQL advisory lock key that serializes creating a new store ("assay-sc").
 SCHEMA_LOCK_KEY: Final = 0x61737361792D7363

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import AssayError
+from ..engine.windows import SIZES
+from ..errors import AssayError, UsageError
 from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail, load_suites
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from ..engine.runs import RunResult, RunSettings
+    from ..engine.windows import Window
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class RunOptions:
     db: str | None = None
     no_store: bool = False
     resume: str | None = None
+    window: str | None = None
+    window_at: str | None = None
 
 
 @click.command()
@@ -83,6 +87,13 @@ class RunOptions:
 @click.option("--resume", metavar="RUN",
               help="Finish a run that stopped part-way (crash, kill): run only its missing "
                    "trials, with the suite and target it registered.")
+@click.option("--window", type=click.Choice(SIZES),
+              help="Run each suite and target as the battery of this window (UTC: the hour, the "
+                   "day, the week from Monday): if the window has its battery already, print "
+                   "that run's id and exit 0 without running, however many commands race.")
+@click.option("--window-at", metavar="TIME",
+              help="With --window: the moment whose window is meant, ISO 8601 with its zone "
+                   "(e.g. 2025-01-06T10:30Z; default: now), for a schedule that runs late.")
 def run(**kwargs: Any) -> None:
     """Run suites against agents; store and seal each run.
 
@@ -117,16 +128,51 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
-def _settings(options: RunOptions) -> RunSettings:
+def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     from ..engine.runs import RunSettings
 
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
-                       base_url=options.base_url)
+                       base_url=options.base_url, window=window)
+
+
+def _window(options: RunOptions) -> Window | None:
+    """The window ``--window`` names, taken once for the whole command (its clock's now).
+
+    Once, so that every suite and target of one command is the battery of the
+    same window even when the command runs across its end.
+    """
+    from datetime import datetime
+
+    from ..engine.clock import SystemClock
+    from ..engine.windows import current_window, window_at
+
+    if options.window is None:
+        if options.window_at is not None:
+            raise UsageError("--window-at names the moment of a --window: give --window too")
+        return None
+    if options.resume:
+        raise UsageError("--window names a new battery; --resume finishes a run registered "
+                         "already: they cannot go together")
+    if options.no_store:
+        raise UsageError("--window names a stored battery: it cannot go with --no-store")
+    if options.window_at is None:
+        return current_window(options.window, SystemClock())
+    try:
+        moment = datetime.fromisoformat(options.window_at)
+    except ValueError:
+        raise UsageError(f"--window-at: {options.window_at!r} is not an ISO 8601 time "
+                         "(e.g. 2025-01-06T10:30Z)") from None
+    if moment.tzinfo is None:
+        raise UsageError(f"--window-at: {options.window_at!r} has no zone: add Z for UTC "
+                         "(or +HH:MM)")
+    return window_at(options.window, moment)
 
 
 def _run(options: RunOptions) -> int:
     from ..engine.runs import open_sink
+
+    window = _window(options)
 
     # The store's writer forks first, before this process imports what a run
     # needs: it imports its database libraries on the other core meanwhile,
@@ -153,13 +199,13 @@ def _run(options: RunOptions) -> int:
         result = resume_run(
             options.resume,
             lambda suite_id: load_suites(options.paths, options.hidden_dir, (suite_id,)),
-            options.targets, _settings(options), db=options.db, watcher=watcher)
+            options.targets, _settings(options, None), db=options.db, watcher=watcher)
         return _report(_outlive([result]), options, out, err)
     results = run_suites(
         lambda: load_suites(options.paths, options.hidden_dir, options.suite_ids),
-        options.targets, _settings(options), db=options.db, store=not options.no_store,
+        options.targets, _settings(options, window), db=options.db, store=not options.no_store,
         watcher=watcher, sink=sink)
-    return _report(_outlive(results), options, out, err)
+    return _report(_outlive(results), options, out, err, window)
 
 
 def _outlive(results: list[RunResult]) -> list[RunResult]:
@@ -179,7 +225,8 @@ def _outlive(results: list[RunResult]) -> list[RunResult]:
     return results
 
 
-def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console) -> int:
+def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console,
+            window: Window | None = None) -> int:
     from ..grading import redact
     from ..reports.emit import ReportFiles, emit
     from ..reports.safe import shown
@@ -194,6 +241,10 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
                       .append(f" ({result.suite_id}): ").append_text(shown(result.harness_failure)))
             harness_failed = True
             continue
+        if result.existing is not None:
+            assert window is not None
+            _existing(result, window, options, out, err)
+            continue
         assert result.report is not None
         reports.append(redact(result.report))
         json_lines.append(_json_line(result) if options.json_path is not None else None)
@@ -207,6 +258,34 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
     if harness_failed:
         return EXIT_HARNESS
     return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED
+
+
+def _existing(result: RunResult, window: Window, options: RunOptions, out: Console,
+              err: Console) -> None:
+    """Say, on one line of stdout and id first, which run is this window's battery.
+
+    Nothing ran, so no report file gets a line for it: a report is what a
+    command ran (docs/decisions/0026-windows.md); ``assay show RUN`` has the
+    battery's own.
+    """
+    from rich.text import Text
+
+    from ..reports.safe import shown
+
+    assert result.existing is not None
+    run_id, status = result.existing
+    state = "sealed" if status == "sealed" else \
+        f"still open: running elsewhere, or stopped part-way (assay run --resume {run_id})"
+    out.print(Text.assemble(
+        shown(run_id), f" is the existing battery of window {window.label} for ",
+        shown(result.suite_id), " against ", shown(result.target_uri, one_line=True),
+        f" ({state}); nothing was run"), soft_wrap=True)
+    asked = [flag for flag, path in (("--json", options.json_path),
+                                     ("--junit", options.junit_path),
+                                     ("--markdown", options.markdown_path)) if path is not None]
+    if asked:
+        err.print(Text(f"{', '.join(asked)}: nothing written for {run_id}: this command ran "
+                       f"nothing (assay show {run_id} --json has its report)"), soft_wrap=True)
 
 
 def _json_line(result: RunResult) -> str | None:

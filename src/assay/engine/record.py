@@ -31,11 +31,12 @@ from ..grading import redact
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
 from ..store.documents import report_body, stored_suite_json, summary
-from ..store.records import Sink, TrialRecord, sealed_columns, trial_record
+from ..store.records import Holder, Sink, TrialRecord, sealed_columns, trial_record
 
 if TYPE_CHECKING:
     from ..suites import LoadedSuite
     from .battery import RunStart
+    from .windows import Window
 
 _T = TypeVar("_T")
 
@@ -52,15 +53,18 @@ def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
     return found
 
 
-def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int) -> dict[str, Any]:
+def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
+                 window: Window | None = None) -> dict[str, Any]:
     """The ``run-registered`` content: fixed before any trial runs.
 
     Digests, never hidden content: the thresholds of hidden cases' rate-based
     assertions are committed to by digest only; public ones are written out.
+    A battery's ``window`` (name, size, start) is added only when it has one,
+    so that every other registration keeps the bytes it always had.
     """
     suite = loaded.suite
     hidden = _thresholds(suite.hidden_cases())
-    return {
+    content: dict[str, Any] = {
         "run_id": start.run_id,
         "suite": {"id": loaded.suite.id, "digest": loaded.digest},
         "hidden_set": loaded.hidden_digest,
@@ -72,7 +76,10 @@ def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int) -> 
         "seed": start.seed,
         "started_at": start.started_at,
     }
-
+    if window is not None:
+        content["window"] = {"name": window.name(suite.id, start.target_digest),
+                             "size": window.size, "start": window.start_stamp}
+    return content
 
 
 class RunRecorder:
@@ -97,16 +104,16 @@ class RunRecorder:
         self.body: bytes | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
-                 options: dict[str, Any]) -> None:
+                 options: dict[str, Any], window: Window | None = None) -> Holder | None:
         """Open the run and pre-register it in the ledger, in one transaction, before any trial.
 
         ``start`` is what the battery knew once the target started: the run's id,
         seed and time, and the agent version (its digest and identity). The
         identity is kept with the run's options so that a resume can say what
-        changed.
+        changed. With a ``window`` whose battery exists already, nothing is
+        registered and that battery's run is returned.
         """
-        self.run_id = start.run_id
-        content = registration(start, loaded, trials_per_case)
+        content = registration(start, loaded, trials_per_case, window)
         suite = loaded.suite
         row = {
             "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
@@ -119,8 +126,13 @@ class RunRecorder:
             "suite": stored_suite_json(suite),
             "options": json.dumps({**options, "target_identity": start.target_identity},
                                   sort_keys=True),
+            "window_size": None if window is None else window.size,
+            "window_start": None if window is None else window.start_stamp,
         }
-        self.sink.register(row, canonical(content))
+        holder = self.sink.register(row, canonical(content))
+        if holder is None:
+            self.run_id = start.run_id
+        return holder
 
     def reopen(self, run_id: str) -> None:
         """Continue recording an open run (``assay run --resume``)."""

@@ -14,6 +14,8 @@ The order is the point:
    leaves nothing registered, so nothing un-runnable is offered for resume;
 3. its identity is taken (the agent version) and the run registered with it,
    or, for a resume, checked against the one registered, naming what changed;
+   a battery by window whose window has its run already stops here, having
+   registered nothing (``RunResult.existing``, docs/decisions/0026-windows.md);
 4. the battery runs; its trials are recorded in batches as they finish;
 5. the run is sealed with its report (an interrupted run with what finished).
 """
@@ -35,8 +37,10 @@ from ..store.records import Sink
 
 if TYPE_CHECKING:
     from ..model import Report
+    from ..store.records import Holder
     from ..suites import LoadedSuite
     from .battery import Resume, RunStart
+    from .windows import Window
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,9 @@ class RunSettings:
     timeout_s: float | None = None
     seed: int | None = None
     base_url: str | None = None
+    #: Run each (suite, target) as the battery of this window: at most one run per
+    #: suite id, agent version and window is stored (``engine.windows``).
+    window: Window | None = None
 
 
 class Watcher(Protocol):
@@ -84,6 +91,9 @@ class RunResult:
     #: The bytes the store keeps of ``report`` (its JSON with ``seal`` null), when it
     #: was sealed here: what ``--json`` writes, but for the seal (reports.json_report).
     report_body: bytes | None = None
+    #: The window's battery existed already (open or sealed): that run. Nothing ran,
+    #: nothing was registered, and ``report`` is None.
+    existing: Holder | None = None
 
 
 @dataclass
@@ -118,6 +128,11 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
     stopped here either way.
     """
     watcher = watcher or QuietWatcher()
+    if settings.window is not None and not store:
+        if sink is not None:
+            sink.stop()
+        # The store's unique index is what keeps one battery per window: none without it.
+        raise UsageError("--window names a stored battery: it cannot go with --no-store")
     thresholds = _tune_gc()
     try:
         if not store:
@@ -151,6 +166,8 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
     from .battery import Resume
 
     watcher = watcher or QuietWatcher()
+    if settings.window is not None:
+        raise UsageError("--window names a new battery; a resume finishes the run it registered")
     key = signing_key(db)
     store = open_store(db)
     thresholds = _tune_gc()
@@ -329,11 +346,15 @@ def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watche
 
 def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
              recording: _Recording | None) -> RunResult:
+    from .windows import WindowTaken
+
     result = RunResult(suite_id=item.suite.id, target_uri=uri)
     try:
         asyncio.run(_battery(item, uri, settings, watcher, recording, result))
     except HarnessFailure as failure:
         result.harness_failure = str(failure)
+    except WindowTaken as taken:
+        result.existing = taken.holder
     return result
 
 
@@ -346,6 +367,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     from ..targets import TargetOptions, make_target
     from .battery import Battery, BatteryOptions
     from .record import RunRecorder
+    from .windows import WindowTaken
 
     # Relative names resolve beside the suite file first, then in the working folder.
     target = make_target(uri, TargetOptions(base_dir=item.path.parent,
@@ -366,7 +388,9 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                 _check_agent(start, recording)
                 writer.reopen(start.run_id)
             else:  # registered before any trial runs, with the agent version that started
-                writer.register(start, item, per_case, chosen)
+                holder = writer.register(start, item, per_case, chosen, settings.window)
+                if holder is not None:  # the window has its battery: run nothing
+                    raise WindowTaken(holder)
 
         battery.on_start = on_start
         battery.on_result = writer.record

@@ -27,13 +27,14 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import extra
 from . import schema
 from .ledger import Ledger
+from .records import Holder
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 #: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 #: The PostgreSQL advisory lock key that serializes creating a new store ("assay-sc").
 SCHEMA_LOCK_KEY: Final = 0x61737361792D7363
@@ -53,6 +54,10 @@ class StoreError(HarnessFailure):
     Messages name the run and the kind of failure, never row values: a
     database error's text can quote a hidden case's content.
     """
+
+
+class StoredTwice(StoreError):
+    """A write the store's keys refused: a run id, a trial or a battery's window held already."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,27 @@ class OpenRun:
     trials_per_case: int
     options: dict[str, Any]
     status: str
+
+
+@dataclass(frozen=True)
+class StoredBattery:
+    """A sealed run of one suite id and agent version, as ``Store.batteries`` lists them."""
+
+    run_id: str
+    started_at: str
+    #: The window's size and start (``24h``, ``2025-01-06T00:00:00Z``); None for a run
+    #: that was not started with ``--window``.
+    window_size: str | None
+    window_start: str | None
+    #: Sealed after an interrupt, with only what finished.
+    interrupted: bool
+
+    @property
+    def window(self) -> str | None:
+        """Size and start in one word (``24h@2025-01-06T00:00:00Z``), as ``Window.label``."""
+        if self.window_size is None:
+            return None
+        return f"{self.window_size}@{self.window_start}"
 
 
 def _missing_driver(error: ImportError) -> str:
@@ -269,7 +295,7 @@ class Store:
             with self.engine.begin() as connection:
                 yield connection
         except sa.exc.IntegrityError:
-            raise StoreError(f"run {run_id}: already stored, or a trial "
+            raise StoredTwice(f"run {run_id}: already stored, or a trial "
                              "(run, case, trial index) stored twice") from None
         except sa.exc.SQLAlchemyError as error:
             raise StoreError(f"run {run_id}: cannot save ({type(error).__name__})") from None
@@ -391,6 +417,34 @@ class Store:
         seal = (None if row.seal_entry is None
                 else {"entry": int(row.seal_entry), "hash": row.seal_hash})
         return row.status, row.report, seal
+
+    def window_holder(self, suite_id: str, target_digest: str, size: str,
+                      start: str) -> Holder | None:
+        """The run that holds this battery's window (open or sealed), if any."""
+        r = schema.runs.c
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(r.run_id, r.status).where(
+                r.suite_id == suite_id, r.target_digest == target_digest,
+                r.window_size == size, r.window_start == start)).first()
+        return None if row is None else Holder(row.run_id, row.status)
+
+    def batteries(self, suite_id: str, target_digest: str) -> list[StoredBattery]:
+        """The sealed runs of one suite id against one agent version, newest first.
+
+        Newest by when they started (``started_at``, then run id). Runs with and
+        without a window are both listed (``window`` says which); an open run is
+        not, since it has no report yet. What ``assay drift`` compares: the
+        first two of one suite and target digest.
+        """
+        r = schema.runs.c
+        query = (sa.select(r.run_id, r.started_at, r.window_size, r.window_start, r.interrupted)
+                 .where(r.suite_id == suite_id, r.target_digest == target_digest,
+                        r.status == "sealed")
+                 .order_by(r.started_at.desc(), r.run_id.desc()))
+        with self.engine.connect() as connection:
+            return [StoredBattery(row.run_id, row.started_at, row.window_size, row.window_start,
+                                  bool(row.interrupted))
+                    for row in connection.execute(query)]
 
     def open_run(self, run_id: str) -> OpenRun:
         """What ``assay run --resume`` needs of a run: how it was registered, and its status."""

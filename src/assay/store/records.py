@@ -70,11 +70,22 @@ def sealed_columns(report: Report, body: bytes) -> dict[str, Any]:
     }
 
 
+class Holder(NamedTuple):
+    """The run that holds a battery's window already: its id and status (``open``, ``sealed``)."""
+
+    run_id: str
+    status: str
+
+
 class Sink(Protocol):
     """Where a recorder's transactions happen (``writing.LocalSink``, ``writer.ProcessSink``)."""
 
-    def register(self, row: dict[str, Any], content: bytes) -> None:
-        """Open the run (its row) and append ``run-registered`` (``content``)."""
+    def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
+        """Open the run (its row) and append ``run-registered`` (``content``).
+
+        None once registered; for a run with a window that another run holds
+        already, that run (and nothing was written).
+        """
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """Write one batch of trials with their ledger entries."""

@@ -54,6 +54,14 @@ runs = sa.Table(
     # so that its bytes are what ``report_digest`` hashes (revision 0004).
     sa.Column("seal_entry", sa.BigInteger),
     sa.Column("seal_hash", sa.String(80)),
+    # The window of a battery run with ``--window`` (revision 0005): its size (``24h``)
+    # and start (UTC); NULL for other runs. With the suite id and the agent version
+    # they name the battery, and ``uq_runs_window`` keeps one run per name
+    # (docs/decisions/0026-windows.md). NULLs never collide, so other runs are free.
+    sa.Column("window_size", sa.String(8)),
+    sa.Column("window_start", sa.String(40)),
+    sa.Index("uq_runs_window", "suite_id", "target_digest", "window_size", "window_start",
+             unique=True),
 )
 
 trials = sa.Table(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AssayError, HarnessFailure, UsageError
 
 if TYPE_CHECKING:
-    from .records import TrialRecord
+    from .records import Holder, TrialRecord
 
 
 class WriterError(HarnessFailure):
@@ -64,9 +64,10 @@ class ProcessSink:
         """Wait until the store is open and migrated: a run that cannot be recorded won't start."""
         self._ask(("ready",))
 
-    def register(self, row: dict[str, Any], content: bytes) -> None:
+    def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """See ``writing.register_run``."""
-        self._ask(("register", row, content))
+        holder: Holder | None = self._ask(("register", row, content))
+        return holder
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """See ``writing.write_batch``; not answered, so a failure shows on the next call."""
@@ -168,8 +169,8 @@ def _serve(connection: Connection, parents_end: Connection,
                                     follow=following and key is not None, known=known)
                 following = known is not None
             elif kind == "register":
-                register_run(store, message[1], message[2])  # type: ignore[arg-type]
-                connection.send(("done", None))
+                holder = register_run(store, message[1], message[2])  # type: ignore[arg-type]
+                connection.send(("done", holder))
             elif kind == "seal":
                 _, run_id, columns, content = message
                 connection.send(("done", seal_run(store, key, run_id, columns, content,  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from .blobs import put_blobs
 from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
-from .records import VERDICT_COLUMNS, TrialRecord
+from .records import VERDICT_COLUMNS, Holder, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -82,11 +82,31 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
     insert_rows(connection, schema.verdicts.insert(), verdict_table)
 
 
-def register_run(store: Store, row: dict[str, Any], content: bytes) -> None:
-    """Insert the open run's row and its ``run-registered`` entry (canonical ``content``)."""
-    with store.writing(row["run_id"]) as connection:
-        connection.execute(schema.runs.insert(), row)
-        append_bodies(connection, [("run-registered", content)])
+def register_run(store: Store, row: dict[str, Any], content: bytes) -> Holder | None:
+    """Insert the open run's row and its ``run-registered`` entry (canonical ``content``).
+
+    A run with a window (``row["window_size"]``) whose battery exists already
+    is refused by the database's unique index, however many processes race
+    (docs/decisions/0026-windows.md): the transaction rolls back whole (no
+    row, no entry) and the run that holds the window is returned instead.
+    """
+    from .database import StoredTwice
+
+    try:
+        with store.writing(row["run_id"]) as connection:
+            connection.execute(schema.runs.insert(), row)
+            append_bodies(connection, [("run-registered", content)])
+    except StoredTwice:
+        if row.get("window_size") is None:
+            raise
+        # Read after the refusal, in a new transaction: the holder has committed by then
+        # (PostgreSQL makes the second insert wait for the first transaction's end).
+        holder = store.window_holder(row["suite_id"], row["target_digest"],
+                                     row["window_size"], row["window_start"])
+        if holder is None:  # refused for another reason (the run id): as before
+            raise
+        return holder
+    return None
 
 
 def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord], *,
@@ -147,9 +167,9 @@ class LocalSink:
     def ready(self) -> None:
         """The store is open already."""
 
-    def register(self, row: dict[str, Any], content: bytes) -> None:
+    def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """See ``register_run``."""
-        register_run(self.store, row, content)
+        return register_run(self.store, row, content)
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """See ``write_batch``."""

@@ -1,4 +1,7 @@
-"""Databases for the store tests: SQLite in a tmp folder, and a real PostgreSQL.
+"""Databases for tests of the store, and of commands that use it: SQLite and a real PostgreSQL.
+
+A pytest plugin (``pytest_plugins`` in tests/conftest.py), so that any test
+folder can ask for ``db_url``, ``postgres_url`` or ``postgres_server``.
 
 The PostgreSQL is a throwaway cluster this test session starts from Debian's
 binaries (``apt-get install -y postgresql``), listening on 127.0.0.1 only, on

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.erase import erase
 from .commands.ledger import ledger
@@ -74,7 +75,7 @@ def main() -> None:
     """
 
 
-for _command in (run, list_, runs, show, ledger, receipt, replay, erase):
+for _command in (run, list_, runs, show, ledger, receipt, replay, erase, agent):
     main.add_command(_command)
 
 

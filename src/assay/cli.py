@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from . import __version__
+from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
 from .commands.erase import erase
@@ -76,7 +77,8 @@ def main() -> None:
     """
 
 
-for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay, erase):
+for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay, erase,
+                 agent):
     main.add_command(_command)
 
 

@@ -34,7 +34,8 @@ from assay.canonical import canonical, digest
 from . import merkle
 
 Kind = Literal[
-    "run-registered", "trial-verdict", "run-sealed", "gate", "judge-opinion", "review", "erasure"
+    "run-registered", "trial-verdict", "run-sealed", "gate", "judge-opinion", "review", "erasure",
+    "agent",  # the registry: publish, start, stop (docs/decisions/0027-registry.md)
 ]
 KINDS: Final[tuple[str, ...]] = get_args(Kind)
 GENESIS: Final = "sha256:" + "0" * 64

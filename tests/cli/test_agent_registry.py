@@ -318,3 +318,23 @@ def test_list_names_a_start_whose_battery_no_longer_holds(project) -> None:
     assert [f["reason"] for f in findings] == [
         f"start should have been refused: the newest battery of this version "
         f"(run {report['run_id']}, suite reg/pass@1) did not pass its pass mark"]
+    # Replay of the run a start rests on audits that start too (issue 9, item 5).
+    replayed = project.assay("replay", report["run_id"], "--json")
+    assert replayed.code == 1
+    fields = [d["field"] for d in json.loads(replayed.out)["differences"]]
+    assert any(f.startswith("agent entry ") and "should have been refused" in f
+               for f in fields), fields
+
+
+def test_replay_of_a_run_with_a_start_that_holds_is_clean(project) -> None:
+    _setup(project, ("pass", PASSING))
+    version = _publish(project)
+    report = _run(project, "reg/pass@1", 0)
+    before = json.loads(project.assay("replay", report["run_id"], "--json").out)
+    assert project.assay("agent", "start", version).code == 0
+    replayed = project.assay("replay", report["run_id"], "--json")
+    assert replayed.code == 0, replayed.out
+    body = json.loads(replayed.out)
+    # The start resting on the run is one more entry checked, and it holds.
+    assert body["ledger_entries"] == before["ledger_entries"] + 1
+    assert body["differences"] == []

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ..analysis.replay import Difference
+    from ..store.database import Store
 
 from ..errors import AssayError
 from .common import DB_OPTION, EXIT_NOT_PASSED, fail
@@ -20,7 +25,8 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
     Verdicts, trial and case outcomes and scores are recomputed from the
     stored traces and suite, and compared with the stored rows, the stored
     report and the run's ledger entries; each gate decision taken on the run
-    is decided again from the stored runs. The agent is not run again. Hidden
+    is decided again from the stored runs, and each registry start that rests
+    on it is checked against the batteries sealed before it. The agent is not run again. Hidden
     cases are named holdout-N
     and their assertions by position only.
     """
@@ -40,10 +46,12 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
             # The gate decisions taken on this run, decided again from what is stored.
             gates, differences = recheck(list(ledger.entries.values()),
                                          lambda ref: load_stored(store, ref))
+            starts, findings = _starts_on(store, run_id)
         finally:
             store.close()
-        result.entries += gates
+        result.entries += gates + starts
         result.differences.extend(differences)
+        result.differences.extend(findings)
     except AssayError as error:
         fail(error)
         return
@@ -71,3 +79,17 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
             click.echo(f"{summary}, {', '.join(parts)}")
     if not result.ok:
         sys.exit(EXIT_NOT_PASSED)
+
+
+def _starts_on(store: Store, run_id: str) -> tuple[int, list[Difference]]:
+    """The registry's start entries resting on ``run_id``, audited (analysis.registry.audit)."""
+    from ..analysis.registry import audit
+    from ..analysis.replay import Difference
+    from ..store.registry import load
+
+    entries, runs = load(store)
+    mine = {e.index for e in entries if e.action == "start"
+            and ((e.content or {}).get("run") or {}).get("run_id") == run_id}
+    found = [Difference(None, None, None, None, f"agent entry {f.entry}: {f.reason}")
+             for f in audit(entries, runs) if f.entry in mine]
+    return len(mine), found

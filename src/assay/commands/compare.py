@@ -27,6 +27,12 @@ def write_output(path: Path, text: str) -> bool:
         click.echo(text, nl=not text.endswith("\n"))
         return True
     try:
+        if path.exists() and not path.is_file():
+            # A device or a pipe (/dev/stdout, /dev/full, a FIFO) is written in place:
+            # write_file's rename would replace it with a file (as root, in /dev).
+            with path.open("w", encoding="utf-8") as out:
+                out.write(text)
+            return True
         write_file(path, text)
     except OSError as error:
         click.echo(inert(f"assay: error: cannot write {path}: "

@@ -159,7 +159,8 @@ def align(base: RunFacts, cand: RunFacts) -> list[Row]:
     Hidden cases are matched by id when both runs come from the store; when
     either is a report file, both sides' hidden cases are ``holdout-N`` in their
     own order, and match only if both ran the same hidden set (a ``hidden_set``
-    facet says so, or that they did not). Runs of two suites are refused.
+    facet says so, or that they did not; a side that does not say leaves the
+    row unverified). Runs of two suites are refused.
     """
     if base.suite_id != cand.suite_id:
         raise UsageError(f"run {base.run_id} is of suite {base.suite_id} and run "
@@ -174,10 +175,13 @@ def align(base: RunFacts, cand: RunFacts) -> list[Row]:
         case = b or c
         assert case is not None
         label = case.label
+        needs: tuple[str, ...] = ()
         if case.split == "hidden":
             holdouts += 1
             label = f"holdout-{holdouts}"
-        rows.append(_row(label, case.split, b, c))
+            if not by_identity:  # matched by position: only the set's digest vouches for it
+                needs = ("hidden_set",)
+        rows.append(_row(label, case.split, b, c, needs))
     return rows
 
 
@@ -187,10 +191,16 @@ def _keyed(run: RunFacts, by_identity: bool) -> dict[tuple[str, str], CaseFacts]
         if case.split == "hidden" and not by_identity:
             # A hidden case of a file is known by position only: the set's digest
             # stands for "the same case" (it covers every hidden case's content).
-            facets = {**case.facets, "hidden_set": run.hidden_set or ""}
-            if run.source == "store":  # its own facets would not be on the file's side
+            # A report that does not say its hidden set records no such facet (the row
+            # is then unverified, never aligned by position alone).
+            facets = {**case.facets, **({"hidden_set": run.hidden_set} if run.hidden_set
+                                        else {})}
+            pass_at_1 = case.pass_at_1
+            if run.source == "store":  # its own facets would not be on the file's side,
                 facets = {k: v for k, v in facets.items() if k in (*RUN_FACETS, "hidden_set")}
-            case = CaseFacts(case.id, case.label, case.split, case.outcome, case.pass_at_1,
+                # nor its pass@1 over trials: paired, both sides say what the file can
+                pass_at_1 = 1.0 if case.outcome == "pass" else 0.0
+            case = CaseFacts(case.id, case.label, case.split, case.outcome, pass_at_1,
                              facets, case.usd, case.tokens, case.duration_s, case.trials,
                              case.breaches, case.straddles, case.synthetic)
             keyed[("hidden", case.label)] = case
@@ -199,7 +209,9 @@ def _keyed(run: RunFacts, by_identity: bool) -> dict[tuple[str, str], CaseFacts]
     return keyed
 
 
-def _row(label: str, split: str, b: CaseFacts | None, c: CaseFacts | None) -> Row:
+def _row(label: str, split: str, b: CaseFacts | None, c: CaseFacts | None,
+         needs: tuple[str, ...] = ()) -> Row:
+    """The row of one case; a facet in ``needs`` that a side lacks is unrecorded."""
     if b is None or c is None:
         present = b or c
         assert present is not None
@@ -207,7 +219,8 @@ def _row(label: str, split: str, b: CaseFacts | None, c: CaseFacts | None) -> Ro
                    "added" if b is None else "removed", "non-comparable",
                    base_case=b, cand_case=c)
     differs = tuple(sorted(k for k in set(b.facets) & set(c.facets) if b.facets[k] != c.facets[k]))
-    unrecorded = tuple(sorted(set(b.facets) ^ set(c.facets)))
+    unrecorded = tuple(sorted((set(b.facets) ^ set(c.facets))
+                              | {k for k in needs if k not in b.facets or k not in c.facets}))
     alignment: Alignment = ("non-comparable" if differs
                             else "unverified" if unrecorded else "aligned")
     was, now = b.outcome == "pass", c.outcome == "pass"

@@ -218,6 +218,10 @@ def load_file(path: Path) -> RunFacts:
             documents = [json.loads(line) for line in text.splitlines() if line.strip()]
         except json.JSONDecodeError:
             raise UsageError(f"{path}:{whole.lineno}: not a JSON report ({whole.msg})") from None
+        except RecursionError:
+            documents = [None]  # nested past the parser's depth: no report is
+    except RecursionError:  # json's C scanner recurses: a hostile file would be a traceback
+        documents = [None]
     if not documents:
         raise UsageError(f"{path} is empty: not an assay report")
     if len(documents) != 1:

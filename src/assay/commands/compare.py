@@ -27,7 +27,7 @@ def write_output(path: Path, text: str) -> bool:
         click.echo(text, nl=not text.endswith("\n"))
         return True
     try:
-        write_file(path, text)
+        write_file(path, text)  # a device or a pipe is written in place, not renamed over
     except OSError as error:
         click.echo(inert(f"assay: error: cannot write {path}: "
                          f"{error.strerror or type(error).__name__}", one_line=True), err=True)

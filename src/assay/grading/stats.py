@@ -98,14 +98,19 @@ def mcnemar_exact(b: int, c: int) -> float:
     the exact form McNemar's test takes for the small counts a suite gives
     (Fagerland, Lydersen & Laake 2013, "The McNemar test for binary
     matched-pairs data"). No discordant case is no evidence of a difference:
-    1.0. Computed in integers, so large n neither overflows nor underflows.
+    1.0. Computed in integers, so large n neither overflows nor underflows;
+    each binomial coefficient from the one before (C(n, i+1) = C(n, i)·(n−i)/(i+1),
+    exact), so 10,000 discordant cases take milliseconds, not minutes.
     """
     if b < 0 or c < 0:
         raise ValueError(f"mcnemar_exact: need counts >= 0, got {b} and {c}")
     n = b + c
-    if n == 0:
+    if b == c:  # the tail holds at least half of 2ⁿ: p ≥ 1 (and n = 0 is no evidence)
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    term = tail = 1
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        tail += term
     return min(1.0, (2 * tail) / (1 << n))  # int / int is exact-then-rounded in Python
 
 

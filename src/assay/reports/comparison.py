@@ -110,7 +110,9 @@ def comparison_markdown(c: Comparison) -> str:
            "| side | target | passed | pass@1 | cost | tokens | mean trial |",
            "|---|---|---|---|---|---|---|"]
     for side, run, t in (("base", c.base, c.base_totals), ("cand", c.cand, c.cand_totals)):
-        out.append(f"| {side} | {markdown_code(run.target_uri)} | {t.passed}/{t.total} | "
+        # A "|" ends a GFM table cell even inside a code span unless escaped (GFM §4.10).
+        target = markdown_code(run.target_uri).replace("|", "\\|")
+        out.append(f"| {side} | {target} | {t.passed}/{t.total} | "
                    f"{pct(t.pass_at_1)} | {_usd(t.cost_usd)} | {_tokens(t.tokens)} | "
                    f"{_seconds(t.mean_duration_s)} |")
     out += ["", markdown_text(significance_line(c)), ""]

@@ -16,6 +16,7 @@ import click
 from . import __version__
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
+from .commands.drift import drift
 from .commands.erase import erase
 from .commands.ledger import ledger
 from .commands.listing import list_
@@ -77,6 +78,7 @@ def main() -> None:
 
 for _command in (run, list_, runs, show, compare, ledger, receipt, replay, erase):
     main.add_command(_command)
+main.add_command(drift)
 
 
 if __name__ == "__main__":  # pragma: no cover

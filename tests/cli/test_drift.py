@@ -82,13 +82,16 @@ class Hook:
 
     def __init__(self) -> None:
         self.received: list[tuple[str | None, bytes]] = []
+        #: What it answers; the test may make it fail.
+        self.status = 204
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 hook.received.append((self.headers.get("Content-Type"), body))
-                self.send_response(204)
+                self.send_response(hook.status)
+                self.send_header("Content-Length", "0")
                 self.end_headers()
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
@@ -226,8 +229,7 @@ def test_another_model_behind_the_same_alias_is_changed(drift_project, model):
     assert CANARY not in done.out + done.err
 
 
-def test_the_same_answers_from_the_same_model_are_stable(drift_project, model, hook,
-                                                         closed_port):
+def test_the_same_answers_from_the_same_model_are_stable(drift_project, model, hook):
     behaviour, url = model
     first = battery(drift_project, url)
     second = battery(drift_project, url)
@@ -251,11 +253,16 @@ def test_the_same_answers_from_the_same_model_are_stable(drift_project, model, h
     assert (document["base"]["run_id"], document["cand"]["run_id"]) == (first, second)
     assert hook.bodies() == [document]  # stable is posted too: the heartbeat
 
-    down = f"http://127.0.0.1:{closed_port}/"
+    # A webhook that answers 500: said on stderr, without its path or credentials.
+    hook.status = 500
+    failing = hook.url.replace("http://", "http://user:PASSWORD@")
     done = drift_project.assay("drift", "demo/drift@1", "--target", "openai:m",
-                               "--notify", down)
+                               "--notify", failing)
     assert done.code == 0
-    assert "assay: warning: could not notify" in done.err
+    port = failing.split(":")[-1].split("/")[0]
+    assert done.err == (f"assay: warning: could not notify http://127.0.0.1:{port}/…: "
+                        "it answered HTTP 500\n")
+    assert len(hook.received) == 2
 
 
 def test_bad_input_is_one_line_and_exit_2(drift_project, model):

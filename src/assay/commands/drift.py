@@ -41,13 +41,15 @@ NOTIFY_TIMEOUT_S = 10.0
 @DB_OPTION
 def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: str | None,
           db: str | None) -> None:
-    """Compare the newest two batteries of SUITE (ns/name@N) of one agent version.
+    """Compare the newest two batteries of one agent version on SUITE.
 
-    The status is `changed` when the model or host version that answered
-    moved between them (a silent upgrade behind a model alias reads so), or
-    the suite's content did; else `drift` when a case flipped between pass
-    and not pass (the world moved under an unchanged agent); else `stable`.
-    Exit 0 stable, 1 drift or changed, 2 fewer than two batteries to compare.
+    SUITE is a suite id with its version (ns/name@N); only sealed, whole
+    batteries count, and the agent is not started. The status is `changed`
+    when the model or host version that answered moved between them (a
+    silent upgrade behind a model alias reads so), or the suite's content
+    did; else `drift` when a case flipped between pass and not pass (the
+    world moved under an unchanged agent); else `stable`. Exit 0 stable, 1
+    drift or changed, 2 fewer than two batteries to compare.
     """
     from ..analysis.drift import drift as decide
 
@@ -158,7 +160,7 @@ def _notify(url: str, document: dict[str, Any]) -> None:
     from ..reports.safe import inert
 
     parts = urlsplit(url)
-    where = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    where = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never a user:password
     body = json.dumps(document, ensure_ascii=False).encode("utf-8")
     why: str | None = None
     try:

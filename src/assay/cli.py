@@ -17,6 +17,7 @@ from . import __version__
 from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
+from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
 from .commands.ledger import ledger
@@ -80,6 +81,7 @@ def main() -> None:
 for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay, erase,
                  agent):
     main.add_command(_command)
+main.add_command(drift)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -488,3 +488,35 @@ class Store:
                     usage=Usage.model_validate(y.usage),
                     verdicts=verdicts.get((y.case_id, y.n), []), trace=trace)
         return results
+
+    def sealed_runs(self, suite_id: str, target_digest: str | None = None, *,
+                    target_uri: str | None = None, limit: int | None = None) -> list[SealedRun]:
+        """The sealed, whole batteries of a suite version, newest first (``assay drift``).
+
+        Only this target digest (or target URI) when given. A run that was
+        interrupted is sealed with what it had, but is no battery: left out.
+        """
+        r = schema.runs.c
+        query = (sa.select(r.run_id, r.target_uri, r.target_digest, r.started_at)
+                 .where(r.suite_id == suite_id, r.status == "sealed",
+                        sa.or_(r.interrupted.is_(None), r.interrupted == sa.false()))
+                 .order_by(r.started_at.desc(), r.run_id.desc()))
+        if target_digest is not None:
+            query = query.where(r.target_digest == target_digest)
+        if target_uri is not None:
+            query = query.where(r.target_uri == target_uri)
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as connection:
+            return [SealedRun(row.run_id, row.target_uri, row.target_digest, row.started_at)
+                    for row in connection.execute(query)]
+
+
+@dataclass(frozen=True)
+class SealedRun:
+    """A sealed battery as ``Store.sealed_runs`` lists it."""
+
+    run_id: str
+    target_uri: str
+    target_digest: str
+    started_at: str

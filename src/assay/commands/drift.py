@@ -1,0 +1,177 @@
+"""`assay drift SUITE`: did the newest battery of an unchanged agent flip cases, or did it change?
+
+The decision is ``analysis.drift`` (pure); this command picks the two
+batteries from the store, prints or writes the ``assay.drift/1`` JSON, and
+POSTs it to ``--notify`` (docs/decisions/0028-drift.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import click
+
+from ..errors import AssayError, UsageError
+from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail
+from .compare import STDOUT, write_output
+
+if TYPE_CHECKING:
+    from ..analysis.drift import Drift
+    from ..analysis.run_facts import RunFacts
+
+#: How long a webhook may take to answer (connect, and each read or write).
+NOTIFY_TIMEOUT_S = 10.0
+
+
+@click.command()
+@click.argument("suite", metavar="SUITE")
+@click.option("--target", "target_uri", metavar="URI",
+              help="The agent whose batteries to compare, as its runs name it (the newest "
+                   "sealed battery of SUITE against URI gives its version); default: the "
+                   "agent of SUITE's newest sealed battery. The agent is not started.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="F", help="Write the result as JSON (schema assay.drift/1); - for "
+                                "standard output.")
+@click.option("--notify", metavar="URL",
+              help="POST the assay.drift/1 JSON to this http(s) URL, whatever the status; a "
+                   "webhook that fails is reported and does not change the exit code.")
+@DB_OPTION
+def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: str | None,
+          db: str | None) -> None:
+    """Compare the newest two batteries of one agent version on SUITE.
+
+    SUITE is a suite id with its version (ns/name@N); only sealed, whole
+    batteries count, and the agent is not started. The status is `changed`
+    when the model or host version that answered moved between them (a
+    silent upgrade behind a model alias reads so), or the suite's content
+    did; else `drift` when a case flipped between pass and not pass (the
+    world moved under an unchanged agent); else `stable`. Exit 0 stable, 1
+    drift or changed, 2 fewer than two batteries to compare.
+    """
+    from ..analysis.drift import drift as decide
+
+    try:
+        if notify is not None:
+            _check_url(notify)
+        base, cand = _newest_two(suite, target_uri, db)
+        result = decide(base, cand)
+    except AssayError as error:
+        fail(error)
+        return
+    from ..reports.safe import json_text
+
+    written = True
+    if json_path is not None:
+        written = write_output(json_path, json_text(result.to_json()))
+    if json_path != STDOUT:
+        click.echo(_summary(result))
+    if notify is not None:
+        _notify(notify, result.to_json())
+    if not written:
+        sys.exit(EXIT_HARNESS)
+    if result.status != "stable":
+        sys.exit(EXIT_NOT_PASSED)
+
+
+def _check_url(url: str) -> None:
+    """Only an http(s) URL with a host is a webhook; refused before anything runs."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a bad port raises here, not at the POST
+    except ValueError:
+        raise UsageError("--notify: not a URL (give http://… or https://…)") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError("--notify: give an http:// or https:// URL with a host")
+
+
+def _newest_two(suite: str, target_uri: str | None, db: str | None) -> tuple[RunFacts, RunFacts]:
+    """The older and newer of the newest two sealed batteries of one suite and agent version."""
+    from ..analysis.run_facts import load_stored
+    from ..model import SUITE_ID
+    from ..store.database import open_store
+
+    if not SUITE_ID.match(suite):
+        raise UsageError(f"{suite!r} is not a suite id (namespace/name@N, e.g. "
+                         "demo/support.agent@1)")
+    store = open_store(db)
+    try:
+        newest = store.sealed_runs(suite, target_uri=target_uri, limit=1)
+        if not newest:
+            against = "" if target_uri is None else f" against {target_uri}"
+            raise UsageError(f"no sealed battery of suite {suite}{against} in the store: "
+                             "nothing to compare")
+        digest = newest[0].target_digest
+        two = store.sealed_runs(suite, digest, limit=2)
+        if len(two) < 2:
+            raise UsageError(f"only one sealed battery of suite {suite} against this agent "
+                             f"version ({newest[0].target_uri}, {digest}): drift compares "
+                             "two; run another battery first")
+        cand, base = (load_stored(store, run.run_id) for run in two)
+    finally:
+        store.close()
+    return base, cand
+
+
+def _summary(result: Drift) -> str:
+    """What a person reads: the status, the two runs, what moved and what flipped."""
+    from ..reports.safe import inert
+
+    def show(value: object) -> str:
+        return inert(value, one_line=True, limit=200)
+
+    lines = [f"{show(result.cand.suite_id)} · {show(result.cand.target_uri)} "
+             f"({show(result.cand.target_digest)}): {result.status.upper()}",
+             f"  base {show(result.base.run_id)} started {show(result.base.started_at)}",
+             f"  cand {show(result.cand.run_id)} started {show(result.cand.started_at)}"]
+    for moved in result.changed:
+        if moved.case is None:
+            lines.append(f"  changed: {moved.facet}: {show(moved.base)} → {show(moved.cand)}")
+        elif moved.split == "hidden":
+            lines.append(f"  changed: a hidden case ({moved.case}): its {moved.facet} changed"
+                         + (" (the model its trials were served)" if moved.facet == "model"
+                            else ""))
+        elif moved.base is not None or moved.cand is not None:
+            lines.append(f"  changed: {show(moved.case)}: {moved.facet}: {show(moved.base)} → "
+                         f"{show(moved.cand)}")
+        else:
+            lines.append(f"  changed: {show(moved.case)}: its {moved.facet} changed")
+    for flip in result.flipped:
+        lines.append(f"  flipped: {show(flip.case)} ({flip.split}): {show(flip.base)} → "
+                     f"{show(flip.cand)} ({flip.change})")
+    if result.status == "stable":
+        lines.append("  no case flipped and nothing that answered moved")
+    return "\n".join(lines)
+
+
+def _notify(url: str, document: dict[str, Any]) -> None:
+    """POST the JSON to ``url``; a failure is one warning line, never an exit code.
+
+    The warning names the scheme, host and port only: a webhook's path often
+    holds its secret (a chat service's incoming-hook token), and stderr
+    lands in CI logs.
+    """
+    import json
+
+    import httpx
+
+    from ..reports.safe import inert
+
+    parts = urlsplit(url)
+    where = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never a user:password
+    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    why: str | None = None
+    try:
+        reply = httpx.post(url, content=body, timeout=NOTIFY_TIMEOUT_S,
+                           headers={"Content-Type": "application/json"})
+        if not reply.is_success:
+            why = f"it answered HTTP {reply.status_code}"
+    except httpx.TimeoutException:
+        why = f"no answer within {NOTIFY_TIMEOUT_S:g} s"
+    except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as error:
+        why = f"cannot reach it ({type(error).__name__})"
+    if why is not None:
+        click.echo(inert(f"assay: warning: could not notify {where}/…: {why}", one_line=True),
+                   err=True)

@@ -98,13 +98,13 @@ def _newest_two(suite: str, target_uri: str | None, db: str | None) -> tuple[Run
                          "demo/support.agent@1)")
     store = open_store(db)
     try:
-        newest = store.sealed_runs(suite, target_uri=target_uri, limit=1)
+        newest = store.batteries(suite, target_uri=target_uri, limit=1)
         if not newest:
             against = "" if target_uri is None else f" against {target_uri}"
             raise UsageError(f"no sealed battery of suite {suite}{against} in the store: "
                              "nothing to compare")
         digest = newest[0].target_digest
-        two = store.sealed_runs(suite, digest, limit=2)
+        two = store.batteries(suite, digest, limit=2)
         if len(two) < 2:
             raise UsageError(f"only one sealed battery of suite {suite} against this agent "
                              f"version ({newest[0].target_uri}, {digest}): drift compares "

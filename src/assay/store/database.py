@@ -130,16 +130,16 @@ class OpenRun:
 
 @dataclass(frozen=True)
 class StoredBattery:
-    """A sealed run of one suite id and agent version, as ``Store.batteries`` lists them."""
+    """A sealed, whole battery of one suite id, as ``Store.batteries`` lists them."""
 
     run_id: str
+    target_uri: str
+    target_digest: str
     started_at: str
     #: The window's size and start (``24h``, ``2025-01-06T00:00:00Z``); None for a run
     #: that was not started with ``--window``.
     window_size: str | None
     window_start: str | None
-    #: Sealed after an interrupt, with only what finished.
-    interrupted: bool
 
     @property
     def window(self) -> str | None:
@@ -428,22 +428,32 @@ class Store:
                 r.window_size == size, r.window_start == start)).first()
         return None if row is None else Holder(row.run_id, row.status)
 
-    def batteries(self, suite_id: str, target_digest: str) -> list[StoredBattery]:
-        """The sealed runs of one suite id against one agent version, newest first.
+    def batteries(self, suite_id: str, target_digest: str | None = None, *,
+                  target_uri: str | None = None, limit: int | None = None
+                  ) -> list[StoredBattery]:
+        """The sealed, whole batteries of a suite id, newest first (what ``assay drift`` reads).
 
+        Only this agent version (``target_digest``) or target URI when given.
         Newest by when they started (``started_at``, then run id). Runs with and
         without a window are both listed (``window`` says which); an open run is
-        not, since it has no report yet. What ``assay drift`` compares: the
-        first two of one suite and target digest.
+        not (it has no report yet), nor an interrupted one (sealed with what it
+        had, it is no battery).
         """
         r = schema.runs.c
-        query = (sa.select(r.run_id, r.started_at, r.window_size, r.window_start, r.interrupted)
-                 .where(r.suite_id == suite_id, r.target_digest == target_digest,
-                        r.status == "sealed")
+        query = (sa.select(r.run_id, r.target_uri, r.target_digest, r.started_at,
+                           r.window_size, r.window_start)
+                 .where(r.suite_id == suite_id, r.status == "sealed",
+                        sa.or_(r.interrupted.is_(None), r.interrupted == sa.false()))
                  .order_by(r.started_at.desc(), r.run_id.desc()))
+        if target_digest is not None:
+            query = query.where(r.target_digest == target_digest)
+        if target_uri is not None:
+            query = query.where(r.target_uri == target_uri)
+        if limit is not None:
+            query = query.limit(limit)
         with self.engine.connect() as connection:
-            return [StoredBattery(row.run_id, row.started_at, row.window_size, row.window_start,
-                                  bool(row.interrupted))
+            return [StoredBattery(row.run_id, row.target_uri, row.target_digest, row.started_at,
+                                  row.window_size, row.window_start)
                     for row in connection.execute(query)]
 
     def open_run(self, run_id: str) -> OpenRun:
@@ -488,35 +498,3 @@ class Store:
                     usage=Usage.model_validate(y.usage),
                     verdicts=verdicts.get((y.case_id, y.n), []), trace=trace)
         return results
-
-    def sealed_runs(self, suite_id: str, target_digest: str | None = None, *,
-                    target_uri: str | None = None, limit: int | None = None) -> list[SealedRun]:
-        """The sealed, whole batteries of a suite version, newest first (``assay drift``).
-
-        Only this target digest (or target URI) when given. A run that was
-        interrupted is sealed with what it had, but is no battery: left out.
-        """
-        r = schema.runs.c
-        query = (sa.select(r.run_id, r.target_uri, r.target_digest, r.started_at)
-                 .where(r.suite_id == suite_id, r.status == "sealed",
-                        sa.or_(r.interrupted.is_(None), r.interrupted == sa.false()))
-                 .order_by(r.started_at.desc(), r.run_id.desc()))
-        if target_digest is not None:
-            query = query.where(r.target_digest == target_digest)
-        if target_uri is not None:
-            query = query.where(r.target_uri == target_uri)
-        if limit is not None:
-            query = query.limit(limit)
-        with self.engine.connect() as connection:
-            return [SealedRun(row.run_id, row.target_uri, row.target_digest, row.started_at)
-                    for row in connection.execute(query)]
-
-
-@dataclass(frozen=True)
-class SealedRun:
-    """A sealed battery as ``Store.sealed_runs`` lists it."""
-
-    run_id: str
-    target_uri: str
-    target_digest: str
-    started_at: str

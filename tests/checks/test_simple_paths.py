@@ -32,7 +32,12 @@ documents = st.recursive(
 )
 
 
-@given(paths, documents)
+# python-jsonpath parses a top-level string as JSON text; assay parses a string output
+# itself before any path (checks/values.select), so only parsed documents meet a path.
+parsed = documents.filter(lambda doc: not isinstance(doc, str))
+
+
+@given(paths, parsed)
 def test_a_simple_path_selects_what_python_jsonpath_selects(path: str, doc: Any) -> None:
     ours = compile_path(path)
     assert isinstance(ours, SimplePath)

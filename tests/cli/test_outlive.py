@@ -1,11 +1,11 @@
-"""`assay run` keeps its results to the end of the process instead of freeing them one by one."""
+"""A command keeps its largest results to the end of the process instead of freeing them."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from assay.commands.run import _outlive
+from assay.commands.common import outlive
 from assay.engine.runs import RunResult
 
 
@@ -13,7 +13,7 @@ def test_results_outlive_the_command_and_every_collection() -> None:
     result = RunResult(suite_id="s/x@1", target_uri="python:a:b")
     alive = weakref.ref(result)
     try:
-        kept = _outlive([result])
+        kept = outlive([result])
         assert kept[0] is result
         del kept, result
         gc.collect()

@@ -105,6 +105,9 @@ class GateResult:
     policies: dict[str, Any]
     #: The ledger entry that sealed it (``gate``); None until recorded.
     seal: dict[str, Any] | None = field(default=None)
+    #: What it was decided on (the run's and the baseline's facts), for a caller
+    #: that keeps them (``commands.common.outlive``); not part of the decision.
+    facts: tuple[RunFacts | None, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def allowed(self) -> bool:
@@ -231,7 +234,7 @@ def gate(store: Store, run_id: str, policies: Policies) -> GateResult:
     result = decide(run, policies, baseline)
     entry = store.ledger.append("gate", entry_content(result, run, baseline))
     return GateResult(result.run_id, result.decision, result.reasons, result.policies,
-                      {"entry": entry.index, "hash": entry.hash})
+                      {"entry": entry.index, "hash": entry.hash}, (run, baseline))
 
 
 def entry_content(result: GateResult, run: RunFacts, baseline: RunFacts | None

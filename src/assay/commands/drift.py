@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import click
 
 from ..errors import AssayError, UsageError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail
-from .compare import STDOUT, write_output
+from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail, outlive
+from .compare import STDOUT, hold_collector, write_output
 
 if TYPE_CHECKING:
     from ..analysis.drift import Drift
@@ -51,12 +51,13 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
     world moved under an unchanged agent); else `stable`. Exit 0 stable, 1
     drift or changed, 2 fewer than two batteries to compare.
     """
+    hold_collector()
     from ..analysis.drift import drift as decide
 
     try:
         if notify is not None:
             _check_url(notify)
-        base, cand = _newest_two(suite, target_uri, db)
+        base, cand = outlive(_newest_two(suite, target_uri, db))
         result = decide(base, cand)
     except AssayError as error:
         fail(error)

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from ..errors import AssayError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail
-from .compare import STDOUT, write_output
+from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail, outlive
+from .compare import STDOUT, hold_collector, write_output
 
 
 @click.command()
@@ -39,6 +39,7 @@ def gate(run_id: str, baseline: str | None, tolerance: float | None, min_score: 
     every reason are appended to the ledger as a `gate` entry. Hidden cases
     are named holdout-N only.
     """
+    hold_collector()
     from ..analysis.gate import Policies
     from ..analysis.gate import gate as decide_gate
     from ..reports.safe import inert, json_text
@@ -50,7 +51,7 @@ def gate(run_id: str, baseline: str | None, tolerance: float | None, min_score: 
         policies.check()
         store = open_store(db)
         try:
-            result = decide_gate(store, run_id, policies)
+            result = outlive(decide_gate(store, run_id, policies))
         finally:
             store.close()
     except AssayError as error:

@@ -14,7 +14,15 @@ import click
 
 from ..engine.windows import SIZES
 from ..errors import AssayError, UsageError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, fail, load_suites
+from .common import (
+    DB_OPTION,
+    EXIT_HARNESS,
+    EXIT_NOT_PASSED,
+    EXIT_PASSED,
+    fail,
+    load_suites,
+    outlive,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -200,29 +208,12 @@ def _run(options: RunOptions) -> int:
             options.resume,
             lambda suite_id: load_suites(options.paths, options.hidden_dir, (suite_id,)),
             options.targets, _settings(options, None), db=options.db, watcher=watcher)
-        return _report(_outlive([result]), options, out, err)
+        return _report(outlive([result]), options, out, err)
     results = run_suites(
         lambda: load_suites(options.paths, options.hidden_dir, options.suite_ids),
         options.targets, _settings(options, window), db=options.db, store=not options.no_store,
         watcher=watcher, sink=sink)
-    return _report(_outlive(results), options, out, err, window)
-
-
-def _outlive(results: list[RunResult]) -> list[RunResult]:
-    """Keep the runs' results until the process ends, and never free them one by one.
-
-    They are the largest thing the command made (every case, trial and
-    trace): freeing them object by object as the command returns took a
-    tenth of a second at ten thousand cases, just before exiting. Held by a
-    list that holds itself, they outlive the command; with the collector
-    frozen (here, and again in ``_exit``), that cycle is neither collected
-    nor torn down at shutdown, and the operating system takes the memory
-    back at once.
-    """
-    keeper: list[object] = [results]
-    keeper.append(keeper)
-    gc.freeze()  # from here, no pass of the collector looks at them (or frees them) again
-    return results
+    return _report(outlive(results), options, out, err, window)
 
 
 def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import CaseResult, HoldoutResult, Report
+if TYPE_CHECKING:
+    from ..model import CaseResult, HoldoutResult, Report
 
 
 def pct(value: float | None) -> str:
@@ -16,6 +18,8 @@ def pct(value: float | None) -> str:
 
 def why(case: CaseResult | HoldoutResult) -> str:
     """A public case's reason for not passing; a hidden case has none to show."""
+    from ..model import HoldoutResult
+
     if isinstance(case, HoldoutResult):
         return ""
     return case.reason or ""

@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .common import pct
-from .safe import markdown_code, markdown_text, shown
+from .safe import inert, markdown_code, markdown_text
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..analysis.compare import Comparison, Row, Totals
 
 #: Rows the terminal lists at most (the JSON has every row).
@@ -71,35 +69,57 @@ def verdict_line(c: Comparison) -> str:
     return "SAME: no aligned case changed"
 
 
-def print_comparison(console: Console, c: Comparison) -> None:
-    """The changed rows, both sides' totals, the significance and the verdict."""
-    from rich.table import Table
+def comparison_lines(c: Comparison) -> list[tuple[str, str]]:
+    """The terminal's text, line by line, each with a style word (``""`` for none).
 
+    Plain aligned lines, not a Rich table: a table of 200 rows took most of a
+    second to lay out, more than the comparison. Every value not ours is inert.
+    """
     rows = listed(c)
-    table = Table(title=shown(f"{c.base.suite_id}: {c.base.run_id} → {c.cand.run_id}",
-                              one_line=True),
-                  title_justify="left", show_edge=False, pad_edge=False)
-    for name in ("case", "split", "base", "cand", "change", "alignment", "differs"):
-        table.add_column(name, overflow="fold")
-    for r in rows[:MAX_ROWS]:
-        table.add_row(shown(r.label, one_line=True), r.split, r.base or "—", r.cand or "—",
-                      shown(r.change, STYLE.get(r.change, "")), r.alignment,
-                      ", ".join(r.differs) or (("unrecorded: " + ", ".join(r.unrecorded))
-                                               if r.unrecorded else ""))
+    out = [(inert(f"{c.base.suite_id}: {c.base.run_id} → {c.cand.run_id}", one_line=True),
+             "bold")]
     if rows:
-        console.print(table)
+        shown_rows = rows[:MAX_ROWS]
+        width = min(40, max(len("case"), *(len(r.label) for r in shown_rows)))
+        out.append((f"{'case':<{width}}  {'split':<6}  {'base':<12}  {'cand':<12}  "
+                    f"{'change':<9}  {'alignment':<14}  differs", "bold"))
+        for r in shown_rows:
+            label = inert(r.label, one_line=True)  # a longer id pushes its row, whole
+            differs = ", ".join(r.differs) or (("unrecorded: " + ", ".join(r.unrecorded))
+                                               if r.unrecorded else "")
+            out.append((f"{label:<{width}}  {r.split:<6}  {r.base or '—':<12}  "
+                        f"{r.cand or '—':<12}  {r.change:<9}  {r.alignment:<14}  {differs}",
+                        STYLE.get(r.change, "")))
         if len(rows) > MAX_ROWS:
-            console.print(f"… and {len(rows) - MAX_ROWS} more row(s) (--json has every row)")
-    same = len(c.rows) - len(rows)
-    console.print(f"{same} aligned case(s) unchanged")
+            out.append((f"… and {len(rows) - MAX_ROWS} more row(s) (--json has every row)", ""))
+    out.append((f"{len(c.rows) - len(rows)} aligned case(s) unchanged", ""))
     for side, run, t in (("base", c.base, c.base_totals), ("cand", c.cand, c.cand_totals)):
-        line = (f"{side}  {run.run_id}  {run.target_uri}  {_counts(t)} · pass@1 "
-                f"{pct(t.pass_at_1)} · cost {_usd(t.cost_usd)} · tokens {_tokens(t.tokens)} · "
-                f"mean trial {_seconds(t.mean_duration_s)}")
-        console.print(shown(line, one_line=True))
-    console.print(significance_line(c))
-    style = {"worse": "bold red", "better": "bold green"}.get(c.verdict, "bold")
-    console.print(shown(verdict_line(c), style))
+        out.append((inert(f"{side}  {run.run_id}  {run.target_uri}  {_counts(t)} · pass@1 "
+                          f"{pct(t.pass_at_1)} · cost {_usd(t.cost_usd)} · tokens "
+                          f"{_tokens(t.tokens)} · mean trial {_seconds(t.mean_duration_s)}",
+                          one_line=True), ""))
+    out.append((significance_line(c), ""))
+    out.append((verdict_line(c), {"worse": "bold red", "better": "bold green"}.get(c.verdict,
+                                                                                 "bold")))
+    return out
+
+
+def print_comparison(c: Comparison) -> None:
+    """The changed rows, both sides' totals, the significance and the verdict, on stdout.
+
+    Styled (colour, bold) only on a terminal: ``click`` drops the styles
+    elsewhere. Rich is not needed here, nor its start-up.
+    """
+    import click
+
+    for text, style in comparison_lines(c):
+        if style:
+            text = click.style(text, fg=_COLOURS.get(style), bold="bold" in style)
+        click.echo(text)
+
+
+_COLOURS = {"red": "red", "green": "green", "cyan": "cyan", "magenta": "magenta",
+            "bold red": "red", "bold green": "green"}
 
 
 def comparison_markdown(c: Comparison) -> str:

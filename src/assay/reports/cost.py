@@ -8,8 +8,10 @@ table's cost, an agent's word about itself). See docs/decisions/0001.
 
 from __future__ import annotations
 
-from ..model.evidence import Evidence
-from ..model.result import Cost
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the models load where a report is made, not with its renderers
+    from ..model.result import Cost
 
 UNAVAILABLE = "unavailable"
 
@@ -21,7 +23,7 @@ def _gap(cost: Cost, fact: str) -> str:
 
 def _notes(cost: Cost, fact: str) -> str:
     notes = [_gap(cost, fact)]
-    if cost.evidence.get(fact) == Evidence.INFERRED:
+    if cost.evidence.get(fact) == "inferred":  # Evidence.INFERRED, a str enum
         notes.append("inferred")
     said = ", ".join(n for n in notes if n)
     return f" ({said})" if said else ""

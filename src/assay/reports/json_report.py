@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticSerializationError
 
-from ..model import Report
 from .common import write_file
+
+if TYPE_CHECKING:  # the models load where a report is made, not with its renderers
+    from ..model import Report
 
 # JSON allows these raw inside strings, but Python's str.splitlines() (and some
 # editors) break lines at them; escaped, a report stays on its one line.

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import CaseResult, HoldoutResult, Report
 from .common import write_file
 from .safe import inert
+
+if TYPE_CHECKING:
+    from ..model import CaseResult, HoldoutResult, Report
 
 
 def junit_tree(reports: list[Report]) -> ET.ElementTree:
@@ -46,12 +49,16 @@ def junit_root(reports: list[Report]) -> ET.Element:
 
 
 def _duration(report: Report) -> float:
+    from ..model import CaseResult
+
     return sum(t.duration_s for c in report.cases if isinstance(c, CaseResult) for t in c.trials)
 
 
 def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResult) -> None:
     element = ET.SubElement(parent, "testcase", classname=inert(report.suite.id),
                             name=inert(case.id))
+    from ..model import HoldoutResult
+
     if isinstance(case, HoldoutResult):
         if case.outcome != "pass":
             tag = "error" if case.outcome == "broken" else "failure"

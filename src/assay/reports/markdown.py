@@ -7,11 +7,14 @@ so that they cannot end a table cell, open a link or an image, or become HTML.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import CaseResult, Report
 from .common import pct, verdict_line, why, write_file
 from .cost import tokens_text, usd_text
 from .safe import markdown_code, markdown_text
+
+if TYPE_CHECKING:
+    from ..model import Report
 
 #: Characters of a reason a table cell shows (the JSON report has all of it).
 MAX_WHY = 500
@@ -19,6 +22,8 @@ MAX_WHY = 500
 
 def markdown(reports: list[Report]) -> str:
     """One section per run: scores side by side, then the cases."""
+    from ..model import CaseResult
+
     out: list[str] = ["# assay results", ""]
     for report in reports:
         s = report.scores

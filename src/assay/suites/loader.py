@@ -43,17 +43,25 @@ class LoadedSuite:
     #: What the digests cover, per case id (public and hidden): the case's fields as
     #: JSON and its fixture's digest; ``case_facets`` digests them on demand.
     identities: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
-    #: Grader sources' digests, computed once per grader (``suites.facets``).
-    _graders: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Each case's facets, by id: made for every case on first use (``case_facets``).
+    _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def case_facets(self, case: Case) -> dict[str, str]:
         """The digests ``assay compare`` aligns this case on (``suites.facets``)."""
-        from .facets import case_facets
+        found = self._facets.get(case.id)
+        if found is None:
+            from .facets import case_facets
 
-        identity = self.identities.get(case.id)
-        if identity is None:  # a suite built by hand, not loaded from a file
-            identity = _identities([case], {})[0]
-        return case_facets(case, identity, self._graders)
+            cases = self.suite.cases
+            identities = self.identities
+            if any(c.id not in identities for c in cases):  # a suite built by hand
+                identities = {c.id: i for c, i in zip(cases, _identities(cases, {}),
+                                                       strict=True)}
+            self._facets.update(case_facets(cases, identities, {}))
+            found = self._facets.get(case.id)
+            if found is None:  # a case not in the suite
+                found = case_facets([case], {case.id: _identities([case], {})[0]}, {})[case.id]
+        return found
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""

@@ -298,3 +298,41 @@ def test_processes_creating_one_new_store_at_once_leave_one_good_store(
         Store(sa.create_engine(alone)).migrate()
         assert sqlite_master(db_url) == sqlite_master(alone)
     assert differences(db_url) == []
+
+
+def test_connections_switching_one_new_file_to_wal_at_once_all_succeed(tmp_path: Path) -> None:
+    # SQLite answers one of two connections switching a new file to WAL "database is
+    # locked" at once, without its busy handler (it could deadlock): CI met it with three
+    # processes creating one store. Threads released together by a barrier race the same
+    # way, many times over; before the retry about a third of the rounds failed.
+    import sqlite3
+    import threading
+
+    from assay.store.database import _to_wal
+
+    failures: list[str] = []
+    for round_ in range(40):
+        path = tmp_path / f"round-{round_}.db"
+        barrier = threading.Barrier(3)
+
+        def switch(path: Path = path, barrier: threading.Barrier = barrier,
+                   round_: int = round_) -> None:
+            connection = sqlite3.connect(path, isolation_level=None, timeout=30)
+            try:
+                connection.execute("PRAGMA synchronous = NORMAL")
+                barrier.wait()
+                _to_wal(connection.cursor())
+                mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+                if mode != "wal":
+                    failures.append(f"round {round_}: {mode}")
+            except sqlite3.OperationalError as error:
+                failures.append(f"round {round_}: {error}")
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=switch) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

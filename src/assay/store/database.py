@@ -36,6 +36,8 @@ DEFAULT_URL = "sqlite:///.assay/assay.db"
 #: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
 HEAD_REVISION = "0005"
 _MIGRATIONS = Path(__file__).parent / "migrations"
+#: How long a SQLite connection waits for another's lock before giving up.
+BUSY_TIMEOUT_S = 30.0
 #: The PostgreSQL advisory lock key that serializes creating a new store ("assay-sc").
 SCHEMA_LOCK_KEY: Final = 0x61737361792D7363
 
@@ -202,16 +204,42 @@ def _tune_sqlite(engine: Engine) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         # synchronous first: switching a new file to WAL is itself a rollback-journal
         # write, and under NORMAL it syncs one time fewer (no change for a WAL store).
         cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _to_wal(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _to_wal(cursor: Any) -> None:
+    """Switch the file to WAL, waiting out another process that is switching it too.
+
+    Two processes opening one brand-new file at once (three ``assay run``
+    racing for a window, CI jobs sharing a store) both ask for WAL; SQLite
+    answers one of them "database is locked" at once, without its busy
+    handler, since waiting could deadlock. The switch is then retried for as
+    long as the busy timeout would have waited; by then the other process
+    has made the file WAL and the pragma is a no-op.
+    """
+    import sqlite3
+    import time
+
+    pause, waited = 0.002, 0.0
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or waited >= BUSY_TIMEOUT_S:
+                raise
+        time.sleep(pause)
+        waited += pause
+        pause = min(pause * 2, 0.1)
 
 
 def _table_names(connection: Connection) -> set[str] | None:

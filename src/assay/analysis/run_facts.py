@@ -186,7 +186,12 @@ def load_run(ref: str, db: str | None, *, store: Any = None) -> RunFacts:
 
 def load_stored(store: Any, run_id: str) -> RunFacts:
     """A sealed stored run (hidden cases by identity); an open one is a usage error."""
-    status, body, seal = store.report_document(run_id)
+    return _stored_facts(run_id, *store.report_document(run_id))
+
+
+def _stored_facts(run_id: str, status: str, body: str | None,
+                  seal: Mapping[str, Any] | None) -> RunFacts:
+    """The facts of a stored run's report (``Store.report_document``'s answer)."""
     if body is None or status != "sealed":
         raise UsageError(f"run {run_id} is not sealed: it stopped part-way or is still "
                          f"running (finish it with `assay run --resume {run_id}`)")
@@ -252,18 +257,34 @@ def load_file(path: Path) -> RunFacts:
 def load_runs(refs: Sequence[str], db: str | None) -> list[RunFacts]:
     """The runs named by ``refs`` (files or stored run ids), through one store opened once.
 
-    (Reading the second run in a forked child, side by side with the first,
-    was tried: on this two-core machine it saved under a tenth of a second of
-    the quarter second a 10,000-case report takes, for a child process, a pipe
-    and errors carried across them; docs/performance.md.)
+    A plain SQLite store at the schema's head is read without SQLAlchemy
+    (``store.quick_read``: importing it was half of a 10,000-case comparison);
+    any other store is opened as every command opens it. (Reading the second
+    run in a forked child, side by side with the first, was tried: on this
+    two-core machine it saved under a tenth of a second; docs/performance.md.)
     """
-    store = None
-    if not all(Path(ref).is_file() for ref in refs):
-        from ..store.database import open_store
+    stored = [ref for ref in refs if not Path(ref).is_file()]
+    if not stored:
+        return [load_file(Path(ref)) for ref in refs]
+    from ..store.quick_read import report_documents
+    from ..store.revision import HEAD_REVISION
 
-        store = open_store(db)
+    documents = report_documents(db, stored, HEAD_REVISION)
+    if documents is not None:
+        found = []
+        for ref in refs:
+            if ref not in documents:
+                found.append(load_file(Path(ref)))
+                continue
+            document = documents[ref]
+            if document is None:
+                raise UsageError(f"no run {ref} in the store")
+            found.append(_stored_facts(ref, *document))
+        return found
+    from ..store.database import open_store
+
+    store = open_store(db)
     try:
         return [load_run(ref, db, store=store) for ref in refs]
     finally:
-        if store is not None:
-            store.close()
+        store.close()

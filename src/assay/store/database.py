@@ -28,13 +28,12 @@ from ..install_hints import extra
 from . import schema
 from .ledger import Ledger
 from .records import Holder
+from .revision import HEAD_REVISION
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
-#: The newest Alembic revision in ``migrations/versions`` (a test keeps them equal).
-HEAD_REVISION = "0005"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 #: How long a SQLite connection waits for another's lock before giving up.
 BUSY_TIMEOUT_S = 30.0

@@ -1,0 +1,6 @@
+"""The store schema's newest revision, importable without SQLAlchemy (``store.quick_read``).
+
+The newest Alembic revision in ``migrations/versions``; a test keeps them equal.
+"""
+
+HEAD_REVISION = "0005"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Case
 from ..model.trace import Trace, Usage
-from .stats import pass_hat_k, wilson
+from .stats import pass_hat_k, straddles, wilson
 
 #: Families whose verdicts are binary over trials: one breach is a breach.
 BINARY_FAMILIES = frozenset({"output", "structural"})
@@ -199,7 +199,7 @@ def _quality(trials: list[TrialResult]) -> list[RateSummary]:
                 high=high,
                 threshold=tally.threshold,
                 outcome=outcome,
-                straddles=low < tally.threshold < high,
+                straddles=straddles(low, high, tally.threshold),
             )
         )
     return summaries

@@ -40,6 +40,20 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (low, high)
 
 
+def straddles(low: float, high: float, threshold: float) -> bool:
+    """Whether the interval (low, high) straddles ``threshold``: ``low < threshold < high``.
+
+    SPEC §5: a quality check ``straddles`` when its Wilson interval contains
+    its threshold, i.e. the trials so far cannot tell a rate over the bar
+    from one under it. Both ends are strict, so a bar on the interval's edge
+    does not straddle: n/n at threshold 1.0 (high is exactly 1.0 there) and
+    0/n at threshold 0.0 (low is exactly 0.0). A threshold of 1.0 is thus
+    never straddled: n/n reaches it and anything less has high < 1.0. The
+    fold (``fold._quality``) and ``--adaptive`` (``adaptive``) both ask this.
+    """
+    return low < threshold < high
+
+
 def pass_hat_k(c: int, n: int, k: int) -> float:
     """pass^k: the chance that k fresh trials all succeed, estimated as C(c,k)/C(n,k).
 

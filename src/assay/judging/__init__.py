@@ -1,8 +1,9 @@
 """Opinions: judges and rubrics (SPEC §9).
 
-This package holds the pure core so far — prompt templates and reading a
-judge's answer — with no I/O, no clock and no network; the model calls will
-come through a client handed in, imported where they are used, never here.
+What this package exports is the pure core — prompt templates and reading a
+judge's answer — with no I/O, no clock and no network. One model call is
+``judging.client.ask``, through a client handed in; it is imported where it
+is used, never here.
 """
 
 from __future__ import annotations

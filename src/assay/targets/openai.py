@@ -49,11 +49,31 @@ from .recorder import fixture_result, json_value
 #: Where the server is when ``--base-url`` is not given.
 BASE_URL_ENV = "ASSAY_OPENAI_BASE_URL"
 #: The SDK wants some key; a local server ignores it.
-_NO_KEY = "unused"
+NO_KEY = "unused"
 #: Server answers that mean the model cannot be used at all, not that one trial went wrong.
 _CANNOT_USE = {401: "refused the request (a key or permission is missing)",
                403: "refused the request (a key or permission is missing)",
                404: "does not serve this model"}
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an ``http(s)://`` URL with a host; else a usage error (not quoting more)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"base URL {url!r} is not an http(s):// URL")
+    return url
+
+
+def sdk_client(openai: Any, base_url: str, *, api_key: str | None,
+               timeout: float | None) -> Any:
+    """An ``openai.AsyncOpenAI`` for ``base_url`` that never retries.
+
+    ``api_key`` None lets the SDK read ``OPENAI_API_KEY`` itself (the target,
+    when the user set it for their server); a string is sent as it is (the
+    judge passes ``NO_KEY``). ``openai`` is the imported SDK module.
+    """
+    return openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0,
+                              timeout=timeout)
 
 
 class OpenAITarget:
@@ -67,9 +87,7 @@ class OpenAITarget:
         self.options = options
         self.base_url = options.base_url or os.environ.get(BASE_URL_ENV) or None
         if self.base_url is not None:
-            parts = urlsplit(self.base_url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise UsageError(f"base URL {self.base_url!r} is not an http(s):// URL")
+            check_base_url(self.base_url)
         self.prices: PriceTable = load_prices()
         priced = self.prices.lookup(self.model) is not None
         # Tokens are the server's own figures; cost is derived from a price table.
@@ -95,11 +113,10 @@ class OpenAITarget:
             raise HarnessFailure(f"target {self.uri}: {reinstall('openai')}") from None
         await ensure_reachable(self.uri, self.base_url)
         # With OPENAI_API_KEY set the SDK reads it itself; its value never passes through us.
-        key = None if "OPENAI_API_KEY" in os.environ else _NO_KEY
+        key = None if "OPENAI_API_KEY" in os.environ else NO_KEY
         # No retries: a server error is reported as a broken trial, not hidden by a retry.
         # No client timeout: the battery's per-trial timeout is the one that counts.
-        self._client = openai.AsyncOpenAI(base_url=self.base_url, api_key=key,
-                                          max_retries=0, timeout=None)
+        self._client = sdk_client(openai, self.base_url, api_key=key, timeout=None)
 
     async def run(self, request: TrialRequest) -> Trace:
         """One conversation: model turns and tool calls until an answer or the step limit."""

@@ -11,6 +11,7 @@ folder. It is never printed or written into a receipt.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -45,19 +46,29 @@ def signing_key(url: str | None) -> Ed25519PrivateKey:
 
 
 def load_or_create_key(path: Path) -> Ed25519PrivateKey:
-    """The Ed25519 key in ``path`` (PKCS#8 PEM); created with mode 0600 if it does not exist."""
+    """The Ed25519 key in ``path`` (PKCS#8 PEM); created with mode 0600 if it does not exist.
+
+    A new key is written whole to a file of this process's own, then linked
+    to ``path``, which fails if another process linked its key first: the
+    file appears complete or not at all. (Creating ``path`` itself and then
+    writing it let a racing process read it empty: three ``assay run
+    --window`` starting on a fresh store did.)
+    """
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption())
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
+        mine = Path(name)  # mode 0600, a name no other process or thread has
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass  # another writer made it first: read theirs
-        else:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(pem)
+            os.link(mine, path)
+        except FileExistsError:
+            pass  # another process made it first: read theirs, which is whole
+        finally:
+            mine.unlink(missing_ok=True)
     key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise ValueError(f"{path} does not hold an Ed25519 private key")

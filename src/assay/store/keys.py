@@ -67,9 +67,21 @@ def load_or_create_key(path: Path) -> Ed25519PrivateKey:
             os.link(mine, path)
         except FileExistsError:
             pass  # another process made it first: read theirs, which is whole
+        except OSError:  # a file system without hard links: create it in place
+            _create_in_place(path, pem)
         finally:
             mine.unlink(missing_ok=True)
     key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise ValueError(f"{path} does not hold an Ed25519 private key")
     return key
+
+
+def _create_in_place(path: Path, pem: bytes) -> None:
+    """Create ``path`` holding ``pem`` unless it exists (where links cannot be made)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)

@@ -9,7 +9,7 @@ import pytest
 
 from assay.analysis.registry import (
     AgentEntry,
-    RunFacts,
+    BatteryFacts,
     audit,
     check_version,
     decide_start,
@@ -27,8 +27,8 @@ V2 = "sha256:" + "2" * 64
 
 def run(run_id: str, seal: int | None, *, version: str = V1, passed: bool = True,
         interrupted: bool = False, breaches: tuple[str, ...] = (), status: str = "sealed"
-        ) -> RunFacts:
-    return RunFacts(run_id=run_id, suite_id="s@1", target_digest=version, status=status,
+        ) -> BatteryFacts:
+    return BatteryFacts(run_id=run_id, suite_id="s@1", target_digest=version, status=status,
                     seal_entry=seal, seal_hash=None if seal is None else f"h{seal}",
                     passed=passed, interrupted=interrupted, breaches=breaches)
 
@@ -37,7 +37,7 @@ def published(index: int, version: str = V1) -> AgentEntry:
     return AgentEntry(index, publish_content(version, "python:a:agent", {"uri": "x"}, "t0"))
 
 
-def started(index: int, on: RunFacts, version: str = V1) -> AgentEntry:
+def started(index: int, on: BatteryFacts, version: str = V1) -> AgentEntry:
     return AgentEntry(index, start_content(version, on, f"t{index}"))
 
 

@@ -76,7 +76,7 @@ class AgentEntry:
 
 
 @dataclass(frozen=True)
-class RunFacts:
+class BatteryFacts:
     """What the start rule reads of one stored run.
 
     ``seal_entry`` is the index of its ``run-sealed`` entry (None: not sealed
@@ -126,7 +126,7 @@ def publish_content(version: str, uri: str, identity: Mapping[str, str], at: str
             "identity": dict(identity), "at": at}
 
 
-def start_content(version: str, run: RunFacts, at: str) -> dict[str, Any]:
+def start_content(version: str, run: BatteryFacts, at: str) -> dict[str, Any]:
     """A ``start`` entry: the version and the battery it rests on (run id and its seal)."""
     return {"action": "start", "version": version, "at": at,
             "run": {"run_id": run.run_id, "suite": run.suite_id,
@@ -217,18 +217,18 @@ class StartDecision:
     allowed: bool
     reasons: tuple[str, ...] = ()
     #: The newest sealed battery of the version (None: there is none).
-    run: RunFacts | None = None
+    run: BatteryFacts | None = None
 
 
-def newest_battery(version: str, runs: Iterable[RunFacts], before: int | None = None
-                   ) -> RunFacts | None:
+def newest_battery(version: str, runs: Iterable[BatteryFacts], before: int | None = None
+                   ) -> BatteryFacts | None:
     """The newest run sealed in the ledger against ``version`` (sealed before entry ``before``)."""
     sealed = [r for r in runs if r.target_digest == version and r.sealed
               and (before is None or (r.seal_entry is not None and r.seal_entry < before))]
     return max(sealed, key=lambda r: r.seal_entry or 0, default=None)
 
 
-def decide_start(version: str, runs: Iterable[RunFacts], *, published: bool,
+def decide_start(version: str, runs: Iterable[BatteryFacts], *, published: bool,
                  before: int | None = None) -> StartDecision:
     """May ``version`` start? Every reason it may not, named (hidden cases as holdout-N).
 
@@ -284,7 +284,7 @@ class Finding:
         return f"entry {self.entry}: {self.reason}"
 
 
-def audit(entries: Sequence[AgentEntry], runs: Sequence[RunFacts]) -> list[Finding]:
+def audit(entries: Sequence[AgentEntry], runs: Sequence[BatteryFacts]) -> list[Finding]:
     """Re-check every start entry against the batteries sealed before it.
 
     A start holds when, with only the publish entries and batteries sealed

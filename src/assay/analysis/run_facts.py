@@ -163,25 +163,16 @@ def _case(case: dict[str, Any], label: str, shared: Mapping[str, str]) -> CaseFa
 
 # --- where runs come from ------------------------------------------------------------
 
-def load_run(ref: str, db: str | None, *, store: Any = None) -> RunFacts:
-    """A run named by ``ref``: a report file when such a file exists, else a stored run id.
+def load_run(ref: str, store: Any) -> RunFacts:
+    """A run named by ``ref``: a report file when such a file exists, else a run of ``store``.
 
     A stored run must be sealed; a report file must hold exactly one report
-    (``assay run --json`` writes one line per run). ``store`` is an open store
-    to reuse (the caller closes it); otherwise one is opened on ``db`` and closed.
+    (``assay run --json`` writes one line per run).
     """
     path = Path(ref)
     if path.is_file():
         return load_file(path)
-    if store is not None:
-        return load_stored(store, ref)
-    from ..store.database import open_store
-
-    opened = open_store(db)
-    try:
-        return load_stored(opened, ref)
-    finally:
-        opened.close()
+    return load_stored(store, ref)
 
 
 def load_stored(store: Any, run_id: str) -> RunFacts:
@@ -285,6 +276,6 @@ def load_runs(refs: Sequence[str], db: str | None) -> list[RunFacts]:
 
     store = open_store(db)
     try:
-        return [load_run(ref, db, store=store) for ref in refs]
+        return [load_run(ref, store) for ref in refs]
     finally:
         store.close()

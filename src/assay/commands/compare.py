@@ -8,43 +8,16 @@ from pathlib import Path
 import click
 
 from ..errors import AssayError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail, outlive
-
-#: ``--json -`` / ``--markdown -``: write to standard output instead of a file.
-STDOUT = Path("-")
-
-
-def write_output(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` (whole or not at all), or to stdout for ``-``; say a failure.
-
-    Returns False when the file could not be written: the command then exits 3
-    after printing what it could, as ``assay run`` does for its report files.
-    """
-    from ..reports.common import write_file
-    from ..reports.safe import inert
-
-    if path == STDOUT:
-        click.echo(text, nl=not text.endswith("\n"))
-        return True
-    try:
-        write_file(path, text)  # a device or a pipe is written in place, not renamed over
-    except OSError as error:
-        click.echo(inert(f"assay: error: cannot write {path}: "
-                         f"{error.strerror or type(error).__name__}", one_line=True), err=True)
-        return False
-    return True
-
-
-def hold_collector() -> None:
-    """No cyclic collection for the rest of a command that reads runs and exits.
-
-    Two 10,000-case reports are a few hundred thousand live containers made
-    at once, no cycles among them: collecting over them took a third of
-    ``assay compare``. The process ends with the command; nothing piles up.
-    """
-    import gc
-
-    gc.disable()
+from .common import (
+    DB_OPTION,
+    EXIT_HARNESS,
+    EXIT_NOT_PASSED,
+    STDOUT,
+    fail,
+    hold_collector,
+    outlive,
+    write_output,
+)
 
 
 @click.command()

@@ -15,8 +15,16 @@ from urllib.parse import urlsplit
 import click
 
 from ..errors import AssayError, UsageError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail, outlive
-from .compare import STDOUT, hold_collector, write_output
+from .common import (
+    DB_OPTION,
+    EXIT_HARNESS,
+    EXIT_NOT_PASSED,
+    STDOUT,
+    fail,
+    hold_collector,
+    outlive,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from ..analysis.drift import Drift

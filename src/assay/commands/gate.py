@@ -8,8 +8,16 @@ from pathlib import Path
 import click
 
 from ..errors import AssayError
-from .common import DB_OPTION, EXIT_HARNESS, EXIT_NOT_PASSED, fail, outlive
-from .compare import STDOUT, hold_collector, write_output
+from .common import (
+    DB_OPTION,
+    EXIT_HARNESS,
+    EXIT_NOT_PASSED,
+    STDOUT,
+    fail,
+    hold_collector,
+    outlive,
+    write_output,
+)
 
 
 @click.command()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..analysis.registry import AgentEntry, RunFacts, StartDecision, outward_names
+from ..analysis.registry import AgentEntry, BatteryFacts, StartDecision, outward_names
 from ..canonical import canonical
 from . import schema
 from .chain import Entry, entry_hash
@@ -68,7 +68,7 @@ def read_entries(connection: Connection) -> list[AgentEntry]:
     return entries
 
 
-def read_runs(connection: Connection, versions: Collection[str]) -> list[RunFacts]:
+def read_runs(connection: Connection, versions: Collection[str]) -> list[BatteryFacts]:
     """The facts of every run against one of ``versions``, structural breaches named.
 
     A breach is a verdict of the ``structural`` family whose outcome is
@@ -95,7 +95,7 @@ def read_runs(connection: Connection, versions: Collection[str]) -> list[RunFact
         names: tuple[str, ...] = ()
         if row.run_id in breached:
             names = _breach_names(connection, row.run_id, breached[row.run_id])
-        facts.append(RunFacts(
+        facts.append(BatteryFacts(
             run_id=row.run_id, suite_id=row.suite_id, target_digest=row.target_digest,
             status=row.status, seal_entry=None if row.seal_entry is None else int(row.seal_entry),
             seal_hash=row.seal_hash, passed=None if row.passed is None else bool(row.passed),
@@ -152,7 +152,7 @@ def record(store: Store, decide: Decide[_T], key: Ed25519PrivateKey | None = Non
     return entry, answer
 
 
-def load(store: Store) -> tuple[list[AgentEntry], list[RunFacts]]:
+def load(store: Store) -> tuple[list[AgentEntry], list[BatteryFacts]]:
     """Every ``agent`` entry, and the facts of every run against a version they name."""
     try:
         with store.engine.connect() as connection:

@@ -1,7 +1,8 @@
 """Assertions: one module per family, all registered by name (SPEC §3)."""
 
-from . import graders, output, structural  # noqa: F401  (importing registers the checks)
-from .apply import grade_trace, required_evidence, verdict
+from . import graders, output, quality, structural  # noqa: F401  (importing registers the checks)
+from .apply import Opinions, grade_trace, required_evidence, verdict
+from .quality import rate_threshold
 from .registry import PLANNED, REGISTRY, Check, Judgement, LoadContext, lookup
 
 __all__ = [
@@ -10,8 +11,10 @@ __all__ = [
     "Check",
     "Judgement",
     "LoadContext",
+    "Opinions",
     "grade_trace",
     "lookup",
+    "rate_threshold",
     "required_evidence",
     "verdict",
 ]

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from ..judging.opinion import Opinion
 from ..model import DEFAULT_MINIMUM, Assertion, Evidence, Trace, Verdict
+from .quality import rate_threshold, read_opinions
 from .registry import Judgement, lookup
+
+#: Opinions on one trace, by the position of the assertion they belong to in ``expect``.
+Opinions = Mapping[int, Sequence[Opinion]]
 
 
 def required_evidence(assertion: Assertion, fact: str) -> Evidence:
@@ -11,13 +18,21 @@ def required_evidence(assertion: Assertion, fact: str) -> Evidence:
     return assertion.min_evidence or DEFAULT_MINIMUM.get(fact, Evidence.OBSERVED)
 
 
-def grade_trace(assertions: list[Assertion], trace: Trace) -> list[Verdict]:
-    """One verdict per assertion, in order (SPEC §5: less evidence than needed is inconclusive)."""
-    return [verdict(assertion, trace) for assertion in assertions]
+def grade_trace(assertions: list[Assertion], trace: Trace,
+                opinions: Opinions | None = None) -> list[Verdict]:
+    """One verdict per assertion, in order (SPEC §5: less evidence than needed is inconclusive).
+
+    ``opinions`` are what judges said of this trace, by assertion position:
+    a quality check's verdict is read from them (none: inconclusive).
+    """
+    if opinions is None:
+        return [verdict(assertion, trace) for assertion in assertions]
+    return [verdict(assertion, trace, opinions.get(position, ()))
+            for position, assertion in enumerate(assertions)]
 
 
-def verdict(assertion: Assertion, trace: Trace) -> Verdict:
-    """The verdict of one assertion on one trace."""
+def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()) -> Verdict:
+    """The verdict of one assertion on one trace (and, for a quality check, its opinions)."""
     check = lookup(assertion.check)
     if check is None:  # the loader refuses these; a stored suite could still carry one
         return Verdict(
@@ -45,6 +60,8 @@ def verdict(assertion: Assertion, trace: Trace) -> Verdict:
         judgement = Judgement(
             "inconclusive", f"{fact} evidence is {weak.value}; this check needs {need.value}"
         )
+    elif check.opinions:
+        judgement = read_opinions(assertion, opinions)
     else:
         try:
             judgement = check.evaluate(assertion, trace)
@@ -52,7 +69,7 @@ def verdict(assertion: Assertion, trace: Trace) -> Verdict:
             judgement = Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
     return Verdict(
         assertion=assertion.label(), check=check.name, family=check.family, evidence=have,
-        threshold=assertion.threshold if check.family == "quality" else None,
-        outcome=judgement.outcome, note=judgement.note,
+        threshold=rate_threshold(assertion) if check.family == "quality" else None,
+        outcome=judgement.outcome, note=judgement.note, score=judgement.score,
         provenance=judgement.provenance or f"check:{check.name}",
     )

@@ -32,6 +32,8 @@ class Judgement:
     outcome: Outcome
     note: str = ""
     provenance: str = ""
+    #: A number the opinion gave (a rubric's weighted mean, a similarity), else None.
+    score: float | None = None
 
 
 Prepare = Callable[[Any, LoadContext], Any]
@@ -57,6 +59,9 @@ class Check:
     #: The facts one assertion reads when they depend on its argument
     #: (``costs_at_most: {tokens: N}`` reads tokens, ``{usd: X}`` cost); else ``fact``.
     facts_of: Callable[[Any], tuple[str, ...]] | None = None
+    #: Judged on opinions (a judge's, a local model's) the battery asks for: ``judge``,
+    #: ``rubric``, ``similar``. Their verdicts are read from those opinions.
+    opinions: bool = False
 
     def facts(self, arg: Any) -> tuple[str, ...]:
         """The kinds of fact an assertion with this argument reads."""
@@ -66,10 +71,8 @@ class Check:
 REGISTRY: dict[str, Check] = {}
 
 #: Named in SPEC §3 but not available in this version: refused at load time
-#: with a message that says so rather than "unknown".
-PLANNED: dict[str, str] = {
-    name: "quality checks come with judges" for name in ("judge", "rubric", "similar")
-}
+#: with a message that says so rather than "unknown" (none at present).
+PLANNED: dict[str, str] = {}
 
 
 def register(check: Check) -> Check:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest, digest_bytes
-from ..checks import lookup
+from ..checks import lookup, rate_threshold
 from ..grading import redact
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
@@ -48,7 +48,8 @@ def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
         for position, assertion in enumerate(case.expect):
             check = lookup(assertion.check)
             if check is not None and check.family == "quality":
-                value = 1.0 if assertion.threshold is None else assertion.threshold
+                written = rate_threshold(assertion)
+                value = 1.0 if written is None else written
                 found.setdefault(case.id, {})[str(position)] = value
     return found
 

@@ -15,15 +15,13 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from ..targets.prices import SHIPPED, PriceTable
-from .answers import REFUSED, JudgeAnswer, ScoreAnswer, read_judge, read_score
-
-if TYPE_CHECKING:
-    from ..model.result import Outcome
+from .answers import REFUSED
+from .opinion import Opinion, judge_answer, judge_opinion, score_answer
 
 #: SPEC §9 ``judge_timeout_s``.
 DEFAULT_TIMEOUT_S = 60.0
@@ -71,44 +69,6 @@ class JudgeSettings:
         given = {"temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
                  "max_tokens": self.max_tokens}
         return {name: value for name, value in given.items() if value is not None}
-
-
-@dataclass(frozen=True, slots=True)
-class Opinion:
-    """One judge call as it went: what the judge said, or why it said nothing.
-
-    ``raw`` is the answer's text (None when there was none); ``model`` the
-    model the server says answered, else the one asked; ``cost_usd`` is
-    inferred from the tokens and the price table, None when either is
-    unknown (never 0 for unknown). ``error`` is None or a short reason that
-    never quotes the prompt or the server's text, either of which may hold a
-    hidden case.
-    """
-
-    raw: str | None
-    model: str
-    prompt_digest: str
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    latency_s: float = 0.0
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The opinion as the ``judge-opinion`` ledger entry will hold it."""
-        return {
-            "model": self.model,
-            "prompt_digest": self.prompt_digest,
-            "parameters": dict(self.parameters),
-            "raw": self.raw,
-            "error": self.error,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost_usd": self.cost_usd,
-            "cost_evidence": "inferred" if self.cost_usd is not None else "unavailable",
-            "latency_s": self.latency_s,
-        }
 
 
 def make_client(settings: JudgeSettings) -> Any:
@@ -205,30 +165,5 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def judge_answer(opinion: Opinion) -> JudgeAnswer:
-    """The ``judge`` reading of an opinion: an error is inconclusive, its raw text kept."""
-    if opinion.error is not None:
-        why = opinion.error if opinion.error == REFUSED else f"judge error: {opinion.error}"
-        return JudgeAnswer("inconclusive", "", opinion.raw or "", why)
-    return read_judge(opinion.raw or "")
-
-
-def score_answer(opinion: Opinion) -> ScoreAnswer:
-    """The ``rubric`` reading of an opinion: an error is inconclusive, its raw text kept."""
-    if opinion.error is not None:
-        why = opinion.error if opinion.error == REFUSED else f"judge error: {opinion.error}"
-        return ScoreAnswer(None, None, "", opinion.raw or "", why)
-    return read_score(opinion.raw or "")
-
-
-def judge_opinion(opinion: Opinion) -> tuple[Outcome, str]:
-    """The outcome of a ``judge`` opinion and a note that never quotes the answer.
-
-    Pass and fail say which model said so (the justification stays in the
-    opinion's raw answer, which may quote a hidden case); inconclusive says
-    why: the call's error, a refusal, an answer out of form.
-    """
-    answer = judge_answer(opinion)
-    if answer.outcome == "inconclusive":
-        return "inconclusive", answer.why
-    return answer.outcome, f"the judge ({opinion.model}) said {answer.outcome}"
+__all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings", "Opinion", "ask", "judge_answer", "judge_opinion",
+           "make_client", "score_answer"]

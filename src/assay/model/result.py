@@ -35,6 +35,8 @@ class Verdict(BaseModel):
     note: str = ""
     provenance: str = ""
     threshold: float | None = None
+    #: The number an opinion gave (a rubric's weighted mean, a similarity); absent otherwise.
+    score: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("note")
     @classmethod

@@ -128,6 +128,8 @@ class Case(BaseModel):
     effort: str | dict[str, str] | None = None
     synthetic: bool = False
     invocation: Literal["automatic", "explicit", "none"] | None = None
+    #: The reference a judge's ``{expected}`` is filled with (SPEC §9): any JSON value.
+    expected: Any = None
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
 
@@ -203,6 +205,10 @@ class Suite(BaseModel):
     pass_mark: float = Field(default=1.0, ge=0.0, le=1.0)
     timeout_s: float = Field(default=60.0, gt=0)
     hidden: str | None = None
+    #: The suite's judge (SPEC §9): ``openai:MODEL`` or ``claude:MODEL``; ``--judge`` overrides it.
+    judge: str | None = None
+    #: How long one judge call may take (SPEC §9 ``judge_timeout_s``).
+    judge_timeout_s: float = Field(default=60.0, gt=0)
     cases: list[Case] = Field(default_factory=list)
     source: str | None = Field(default=None, exclude=True)
 

@@ -227,6 +227,10 @@ def check_assertion(
         arg = check.prepare(assertion.arg, ctx)
     except ValueError as exc:
         raise fail(f"{name}: {exc}", f"{name}: invalid argument") from None
+    if assertion.threshold is not None and isinstance(arg, dict) and "threshold" in arg \
+            and name in ("judge", "rubric"):
+        raise fail(f"{name}: threshold is given twice (beside the check and in it); keep one",
+                   f"{name}: threshold is given twice")
     return assertion if arg is assertion.arg else assertion.model_copy(update={"arg": arg})
 
 

@@ -257,8 +257,10 @@ class _Replay:
             if "sha256:" + hashlib.sha256(content).hexdigest() != trial.trace_digest:
                 self.differ(name, n, None, None, "trace content does not match its digest")
             trace = Trace.model_validate_json(content)
-            graded = grade_trace(case.expect, trace)
-            folded = fold_trial(n, graded, trace=trace)
+            # A quality check is read from the opinions stored with the trial, never asked again.
+            opinions = self.run.opinions.get((trial.case_id, n), {})
+            graded = grade_trace(case.expect, trace, opinions)
+            folded = fold_trial(n, graded, trace=trace, opinions=opinions)
             self.keep(trial.case_id, folded)
             self.result.verdicts += len(graded)
             labels = [None if secret else v.assertion for v in graded]

@@ -61,7 +61,7 @@ def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()
             "inconclusive", f"{fact} evidence is {weak.value}; this check needs {need.value}"
         )
     elif check.opinions:
-        judgement = read_opinions(assertion, opinions)
+        judgement = read_opinions(assertion, trace, opinions)
     else:
         try:
             judgement = check.evaluate(assertion, trace)

@@ -31,6 +31,7 @@ from ..judging.opinion import Opinion, judge_opinion, score_answer
 from ..judging.templates import check_template
 from ..model import Assertion, Trace
 from .registry import Check, Judgement, LoadContext, register
+from .values import select
 
 #: What the checks below read: the final output (a ``path`` selects within it).
 FACT = "output"
@@ -144,24 +145,33 @@ def rate_threshold(assertion: Assertion) -> float | None:
     return None
 
 
-def read_opinions(assertion: Assertion, opinions: Sequence[Opinion]) -> Judgement:
+#: Why a quality check has no opinion: none was asked (a deterministic check had
+#: failed the trial already) or none came back (the run stopped first).
+NOT_JUDGED = "not judged: a deterministic check failed first, or the run stopped before"
+
+
+def read_opinions(assertion: Assertion, trace: Trace | None,
+                  opinions: Sequence[Opinion]) -> Judgement:
     """The judgement a quality assertion's opinions give. Pure; never raises on any answer.
 
     ``judge`` reads one opinion, ``rubric`` one per criterion in order,
-    ``similar`` one whose raw answer is the similarity. Too few opinions
-    (a run interrupted while its judges answered) is inconclusive.
+    ``similar`` one whose raw answer is the similarity. A ``path`` that
+    selects nothing in the output, or too few opinions, is inconclusive.
     """
     arg = assertion.arg if isinstance(assertion.arg, dict) else {}
+    if assertion.path is not None and trace is not None \
+            and not select(trace.output, assertion.path)[0]:
+        return Judgement("inconclusive", f"{assertion.path} selects nothing in the output")
     if assertion.check == "judge":
         if not opinions:
-            return Judgement("inconclusive", "not judged: no opinion was recorded")
+            return Judgement("inconclusive", NOT_JUDGED)
         opinion = opinions[0]
         outcome, note = judge_opinion(opinion)
         return Judgement(outcome, note, provenance=_provenance("judge", opinion))
     if assertion.check == "rubric":
         criteria = arg.get("criteria") or []
         if len(opinions) < len(criteria) or not criteria:
-            return Judgement("inconclusive", "not judged: an opinion per criterion is missing")
+            return Judgement("inconclusive", NOT_JUDGED)
         answers = [(float(c["weight"]), score_answer(o)) for c, o in zip(criteria, opinions,
                                                                           strict=False)]
         outcome, value = fold_rubric(answers, float(arg.get("pass_at", 1.0)))
@@ -175,7 +185,7 @@ def read_opinions(assertion: Assertion, opinions: Sequence[Opinion]) -> Judgemen
                          f"by {opinions[0].model}", provenance, score=value)
     if assertion.check == "similar":
         if not opinions:
-            return Judgement("inconclusive", "not measured: no similarity was recorded")
+            return Judgement("inconclusive", NOT_JUDGED)
         opinion = opinions[0]
         provenance = f"similar:{opinion.model}"
         if opinion.error is not None:
@@ -201,7 +211,7 @@ def _provenance(check: str, opinion: Opinion) -> str:
 
 def _unasked(assertion: Assertion, trace: Trace) -> Judgement:
     # Called only when the battery asked nobody (a quality check graded without opinions).
-    return read_opinions(assertion, ())
+    return read_opinions(assertion, trace, ())
 
 
 for _name, _prepare in (("judge", prepare_judge), ("rubric", prepare_rubric),

@@ -52,6 +52,9 @@ class RunOptions:
     resume: str | None = None
     window: str | None = None
     window_at: str | None = None
+    judge: str | None = None
+    judge_base_url: str | None = None
+    judge_cache: bool = True
 
 
 @click.command()
@@ -88,6 +91,16 @@ class RunOptions:
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
+@click.option("--judge", metavar="URI",
+              help="The judge of quality checks (judge, rubric): openai:MODEL or claude:MODEL, "
+                   "instead of the suite's judge: (default: $ASSAY_JUDGE). A check's own "
+                   "model: still wins. Refused when no suite run has a judged check.")
+@click.option("--judge-base-url", metavar="URL",
+              help="The OpenAI-compatible server of openai: judges, e.g. "
+                   "http://127.0.0.1:8000/v1 (default: $ASSAY_JUDGE_BASE_URL).")
+@click.option("--judge-cache/--no-judge-cache", default=True, show_default=True,
+              help="Serve a judge's answer from the judge cache when the same question (suite, "
+                   "case, trial, judge, prompt) was asked before; --no-judge-cache asks again.")
 @DB_OPTION
 @click.option("--no-store", is_flag=True,
               help="Run without recording: nothing is stored or sealed, so this run has no "
@@ -138,10 +151,13 @@ def _exit(code: int) -> None:
 
 def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     from ..engine.runs import RunSettings
+    from ..judging.panel import JudgeOptions
 
+    judges = JudgeOptions(judge=options.judge, base_url=options.judge_base_url,
+                          concurrency=options.concurrency, cache=options.judge_cache)
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
-                       base_url=options.base_url, window=window)
+                       base_url=options.base_url, window=window, judges=judges)
 
 
 def _window(options: RunOptions) -> Window | None:

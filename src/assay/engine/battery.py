@@ -13,15 +13,20 @@ import random
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
-from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, Trace, TrialResult
+from ..grading.fold import BINARY_FAMILIES
+from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, Trace, TrialResult, Verdict
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
 from .clock import Clock, SystemClock, stamp
+
+if TYPE_CHECKING:
+    from ..judging.panel import Panel
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
 OnTrial = Callable[[str], None]
@@ -83,6 +88,8 @@ class _Slot:
     case_index: int
     request: TrialRequest
     blocking: bool
+    #: Some of the case's checks are read from opinions (judges, a local model).
+    judged: bool = False
 
 
 class Battery:
@@ -99,8 +106,15 @@ class Battery:
         on_start: OnStart | None = None,
         on_result: OnResult | None = None,
         resume: Resume | None = None,
+        panel: Panel | None = None,
     ) -> None:
         self.loaded = loaded
+        #: The judges of the suite's quality checks (None: the suite has none).
+        self.panel = panel
+        self._judging: set[asyncio.Task[None]] = set()
+        # Trials waiting for their judges, at most: a slow judge holds the agents back
+        # rather than piling up traces in memory.
+        self._backlog = asyncio.Semaphore(2 * max(1, options.concurrency))
         self.target = target
         self.options = options
         self.clock = clock or SystemClock()
@@ -145,11 +159,13 @@ class Battery:
             have = self._results[index]
             timeout = self.options.timeout_s or case.timeout_s or suite.timeout_s
             blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
+            judged = self.panel is not None and any(
+                (c := lookup(a.check)) is not None and c.opinions for a in case.expect)
             fixture = loaded.fixture_path(case)
             tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
             slots.extend(
                 _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                          tools=tools, call=suite.call), blocking)
+                                          tools=tools, call=suite.call), blocking, judged)
                 for n in range(1, self.trials_for(case) + 1) if n not in have
             )
         return slots
@@ -157,7 +173,7 @@ class Battery:
     def interrupt(self) -> None:
         """Stop: trials in flight are abandoned, finished ones are kept."""
         self.interrupted = True
-        for worker in self._workers:
+        for worker in [*self._workers, *self._judging]:
             worker.cancel()
 
     async def run(self) -> Report:
@@ -184,6 +200,9 @@ class Battery:
             count = max(1, min(self.options.concurrency, len(slots)))
             self._workers = [asyncio.create_task(self._work(queue)) for _ in range(count)]
             await asyncio.gather(*self._workers, return_exceptions=True)
+            # Trials handed to their judges finish here (each is recorded as it does).
+            while self._judging:
+                await asyncio.gather(*list(self._judging), return_exceptions=True)
             for worker in self._workers:
                 if not worker.cancelled() and worker.exception() is not None:
                     raise worker.exception()  # type: ignore[misc]
@@ -210,21 +229,29 @@ class Battery:
     async def _work(self, queue: Iterator[_Slot]) -> None:
         for slot in queue:
             result = await self._trial(slot)
-            index = slot.case_index
-            self._results[index][slot.request.n] = result
-            if self.on_result is not None:
-                self.on_result(slot.request.case, result)
-            self.on_trial(result.outcome)
-            if len(self._results[index]) == self._expected[index]:
-                # Fold now, while other trials wait on their agents, not all at the end.
-                self._folded[index] = self._fold(index)
+            if result is not None:  # None: handed to its judges, who finish it
+                self._finish(slot, result)
+
+    def _finish(self, slot: _Slot, result: TrialResult) -> None:
+        """Keep one finished trial: record it, count it, fold its case once it is complete."""
+        index = slot.case_index
+        self._results[index][slot.request.n] = result
+        if self.on_result is not None:
+            self.on_result(slot.request.case, result)
+        self.on_trial(result.outcome)
+        if len(self._results[index]) == self._expected[index]:
+            # Fold now, while other trials wait on their agents, not all at the end.
+            self._folded[index] = self._fold(index)
 
     def _fold(self, index: int) -> CaseResult:
         trials, case = self._results[index], self.loaded.suite.cases[index]
-        return fold_case(case, [trials[n] for n in sorted(trials)],
-                         facets=self.loaded.case_facets(case))
+        facets = self.loaded.case_facets(case)
+        judged = self.panel.facet(case) if self.panel is not None else None
+        if judged is not None:
+            facets = {**facets, "judge": judged}
+        return fold_case(case, [trials[n] for n in sorted(trials)], facets=facets)
 
-    async def _trial(self, slot: _Slot) -> TrialResult:
+    async def _trial(self, slot: _Slot) -> TrialResult | None:
         request = slot.request
         began = self.clock.monotonic()
         try:
@@ -241,16 +268,48 @@ class Battery:
             return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
         return await self._grade(slot, trace)
 
-    async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult:
+    async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult | None:
         expect = slot.request.case.expect
         if slot.blocking:
             verdicts = await asyncio.to_thread(grade_trace, expect, trace)
         else:
             verdicts = grade_trace(expect, trace)
+        if slot.judged and not any(v.family in BINARY_FAMILIES and v.outcome == "fail"
+                                   for v in verdicts):
+            # Judges after the deterministic checks, and only when those left the trial
+            # open (a failed one decides it): off this worker, which goes on to its next
+            # trial while the judges answer.
+            await self._backlog.acquire()
+            task = asyncio.create_task(self._judge(slot, trace, verdicts))
+            self._judging.add(task)
+            task.add_done_callback(self._judging.discard)
+            return None
         return fold_trial(slot.request.n, verdicts, duration_s=trace.duration_s,
                           usage=trace.usage, trace=trace)
 
-    async def _timed_out(self, slot: _Slot, began: float) -> TrialResult:
+    async def _judge(self, slot: _Slot, trace: Trace, verdicts: list[Verdict]) -> None:
+        """Ask the trial's judges, grade it on their opinions, and finish it.
+
+        Interrupted before they answered, the trial is kept all the same,
+        its quality checks inconclusive (not judged): the agent's work is
+        not thrown away with the judges'.
+        """
+        assert self.panel is not None
+        try:
+            try:
+                opinions = await self.panel.opinions(slot.request.case, slot.request.n, trace)
+            except asyncio.CancelledError:
+                self._finish(slot, fold_trial(slot.request.n, verdicts,
+                                              duration_s=trace.duration_s, usage=trace.usage,
+                                              trace=trace))
+                raise
+            graded = grade_trace(slot.request.case.expect, trace, opinions)
+            self._finish(slot, fold_trial(slot.request.n, graded, duration_s=trace.duration_s,
+                                          usage=trace.usage, trace=trace, opinions=opinions))
+        finally:
+            self._backlog.release()
+
+    async def _timed_out(self, slot: _Slot, began: float) -> TrialResult | None:
         """A hang keeps what happened before it (docs/decisions/0003-folding.md).
 
         The target's record up to the timeout is graded as a trace with status

@@ -36,6 +36,7 @@ from ..errors import HarnessFailure, UsageError
 from ..store.records import Sink
 
 if TYPE_CHECKING:
+    from ..judging.panel import JudgeOptions
     from ..model import Report
     from ..store.records import Holder
     from ..suites import LoadedSuite
@@ -55,6 +56,8 @@ class RunSettings:
     #: Run each (suite, target) as the battery of this window: at most one run per
     #: suite id, agent version and window is stored (``engine.windows``).
     window: Window | None = None
+    #: Who judges the quality checks (``--judge``, ``--judge-base-url``, the judge cache).
+    judges: JudgeOptions | None = None
 
 
 class Watcher(Protocol):
@@ -138,11 +141,14 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
         if not store:
             if sink is not None:
                 sink.stop()
-            return _run_all(_plans(load(), targets), settings, watcher, None)
+            plans = _plans(load(), targets)
+            _check_judges(plans, settings)
+            return _run_all(plans, settings, watcher, None)
         if sink is None:
             sink = open_sink(db)
         try:
             plans = _plans(load(), targets)
+            _check_judges(plans, settings)
             sink.ready()
             return _run_all(plans, settings, watcher, sink)
         finally:
@@ -196,7 +202,9 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
                         done=done)
         settings = RunSettings(trials=options.get("trials"),
                                timeout_s=settings.timeout_s or options.get("timeout_s"),
-                               concurrency=settings.concurrency, base_url=settings.base_url)
+                               concurrency=settings.concurrency, base_url=settings.base_url,
+                               judges=settings.judges)
+        _check_judges([(item, stored.target_uri)], settings)
         watcher.notice(f"resuming run {run_id}: {len(done)} trial(s) recorded")
         recording = _Recording(LocalSink(store, key), resume, identity, stored.target_digest)
         return _run_one(item, stored.target_uri, settings, watcher, recording)
@@ -332,6 +340,35 @@ def _plans(loaded: Sequence[LoadedSuite], given: Sequence[str]) -> list[tuple[Lo
     return plans
 
 
+def _judge_options(settings: RunSettings) -> JudgeOptions:
+    from dataclasses import replace
+
+    from ..judging.panel import JudgeOptions
+
+    given = settings.judges or JudgeOptions()
+    return replace(given, concurrency=settings.concurrency)
+
+
+def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSettings) -> None:
+    """Every suite that asks opinions can be judged: its judges named and reachable by name.
+
+    Checked before anything runs: a missing judge is a usage error now, not
+    a battery of inconclusive trials later.
+    """
+    from ..judging.panel import Panel, asks_opinions
+
+    seen: set[int] = set()
+    for item, _ in plans:
+        if id(item) in seen or not any(asks_opinions(case) for case in item.suite.cases):
+            continue
+        seen.add(id(item))
+        Panel(item.suite, _judge_options(settings))
+    if not seen and settings.judges is not None and settings.judges.judge is not None:
+        # A flag that would silently do nothing is refused (EXAMPLES: refuse with the reason).
+        raise UsageError("--judge: no suite run here has a judged check (judge, rubric); "
+                         "its checks are deterministic, and a judge would decide nothing")
+
+
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
              sink: Sink | None) -> list[RunResult]:
     results = []
@@ -376,7 +413,12 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed)
     resume = recording.resume if recording is not None else None
-    battery = Battery(item, target, options, resume=resume)
+    panel = None
+    from ..judging.panel import Panel, asks_opinions
+
+    if any(asks_opinions(case) for case in item.suite.cases):
+        panel = Panel(item.suite, _judge_options(settings))
+    battery = Battery(item, target, options, resume=resume, panel=panel)
     recorder: RunRecorder | None = None
     if recording is not None:
         recorder = writer = RunRecorder(recording.sink)
@@ -409,7 +451,11 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         except (NotImplementedError, RuntimeError):
             pass
         try:
-            report = await battery.run()
+            try:
+                report = await battery.run()
+            finally:
+                if panel is not None:
+                    await panel.close()
         except BaseException:
             if recorder is not None and recorder.run_id is not None:
                 # Keep what finished before the harness failed: a resume needs it.

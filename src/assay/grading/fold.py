@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Case
@@ -41,6 +42,7 @@ def fold_trial(
     duration_s: float = 0.0,
     usage: Usage | None = None,
     trace: Trace | None = None,
+    opinions: Mapping[int, list[Any]] | None = None,
 ) -> TrialResult:
     """One trial's outcome from its verdicts.
 
@@ -88,6 +90,7 @@ def fold_trial(
         usage=usage,
         verdicts=list(verdicts),
         trace=trace,
+        opinions=dict(opinions or {}),
     )
 
 
@@ -131,9 +134,16 @@ def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None,
         synthetic=case.synthetic,
         tags=list(case.tags),
         quality=quality,
+        score=_score(quality),
         trials=list(trials),
         facets=_served(facets, trials),
     )
+
+
+def _score(quality: list[RateSummary]) -> float | None:
+    """The case's number: the mean of its quality checks' (None without any)."""
+    scores = [q.score for q in quality if q.score is not None]
+    return sum(scores) / len(scores) if scores else None
 
 
 def _served(facets: Mapping[str, str] | None, trials: list[TrialResult]) -> dict[str, str]:
@@ -153,6 +163,7 @@ class _Tally:
     threshold: float
     passed: int = 0
     failed: int = 0
+    scores: list[float] | None = None
 
 
 def _quality(trials: list[TrialResult]) -> list[RateSummary]:
@@ -174,6 +185,8 @@ def _quality(trials: list[TrialResult]) -> list[RateSummary]:
                 tally.passed += 1
             elif verdict.outcome == "fail":
                 tally.failed += 1
+            if verdict.score is not None:
+                tally.scores = [*(tally.scores or []), verdict.score]
     summaries = []
     for tally in tallies.values():
         # A trial that ran but left no verdict for this check counts as
@@ -200,6 +213,8 @@ def _quality(trials: list[TrialResult]) -> list[RateSummary]:
                 threshold=tally.threshold,
                 outcome=outcome,
                 straddles=straddles(low, high, tally.threshold),
+                score=(sum(tally.scores) / len(tally.scores) if tally.scores
+                       else rate if total else None),
             )
         )
     return summaries

@@ -86,7 +86,8 @@ def spent(cases: list[CaseResult], evidence: dict[str, Evidence]) -> Cost:
     trials = [t for c in cases for t in c.trials]
     tokens = [t for t in trials if t.usage.tokens is not None]
     money = [t for t in trials if t.usage.cost_usd is not None]
-    return Cost(
+    judged = _judges_spent(trials)
+    return Cost(**judged,  # type: ignore[arg-type]
         usd=math.fsum(t.usage.cost_usd or 0.0 for t in money) if money else None,
         input_tokens=sum(t.usage.input_tokens or 0 for t in tokens) if tokens else None,
         output_tokens=sum(t.usage.output_tokens or 0 for t in tokens) if tokens else None,
@@ -95,6 +96,25 @@ def spent(cases: list[CaseResult], evidence: dict[str, Evidence]) -> Cost:
         evidence={"tokens": _weakest("tokens", tokens, evidence),
                   "cost": _weakest("cost", money, evidence)},
     )
+
+
+def _judges_spent(trials: list[TrialResult]) -> dict[str, float | int | None]:
+    """The judges' cost over the run's opinions (none: nothing, and no keys in the report)."""
+    opinions = [o for t in trials for answers in t.opinions.values() for o in answers]
+    if not opinions:
+        return {}
+    asked = [o for o in opinions if not getattr(o, "cached", False)]
+    priced = [o.cost_usd for o in asked if o.cost_usd is not None]
+    counted = [o for o in asked if o.input_tokens is not None and o.output_tokens is not None]
+    return {
+        "judge_usd": math.fsum(priced) if priced or not asked else None,
+        "judge_input_tokens": sum(o.input_tokens for o in counted) if counted or not asked
+        else None,
+        "judge_output_tokens": sum(o.output_tokens for o in counted) if counted or not asked
+        else None,
+        "judge_calls": len(asked),
+        "judge_cached": len(opinions) - len(asked),
+    }
 
 
 def _weakest(fact: str, trials: list[TrialResult], evidence: dict[str, Evidence]) -> Evidence:

@@ -39,6 +39,8 @@ class Opinion:
     cost_usd: float | None = None
     latency_s: float = 0.0
     error: str | None = None
+    #: Served from the judge cache: asked in an earlier run, not paid for again in this one.
+    cached: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The opinion as the ``judge-opinion`` ledger entry will hold it."""
@@ -53,7 +55,7 @@ class Opinion:
             "cost_usd": self.cost_usd,
             "cost_evidence": "inferred" if self.cost_usd is not None else "unavailable",
             "latency_s": self.latency_s,
-        }
+        } | ({"cached": True} if self.cached else {})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Opinion:
@@ -70,7 +72,8 @@ class Opinion:
                        output_tokens=_count(data.get("output_tokens")),
                        cost_usd=_number(data.get("cost_usd")),
                        latency_s=float(_number(data.get("latency_s")) or 0.0),
-                       error=error if isinstance(error, str) else None)
+                       error=error if isinstance(error, str) else None,
+                       cached=data.get("cached") is True)
         except (KeyError, TypeError):
             raise ValueError("not a stored opinion") from None
 

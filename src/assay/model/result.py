@@ -57,6 +57,9 @@ class TrialResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     verdicts: list[Verdict] = Field(default_factory=list)
     trace: Trace | None = Field(default=None, exclude=True)
+    #: What judges said of the trace (``judging.Opinion`` s), by assertion position;
+    #: kept in the store and the ledger, never in the report.
+    opinions: dict[int, list[Any]] = Field(default_factory=dict, exclude=True)
 
     @field_validator("reason")
     @classmethod
@@ -79,6 +82,9 @@ class RateSummary(BaseModel):
     threshold: float
     outcome: Outcome
     straddles: bool
+    #: A number for the check over its trials: the mean of what its opinions scored
+    #: (a rubric's weighted means, similarities), or, for a ``judge``, its pass rate.
+    score: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class CaseResult(BaseModel):
@@ -97,6 +103,9 @@ class CaseResult(BaseModel):
     synthetic: bool = False
     tags: list[str] = Field(default_factory=list)
     quality: list[RateSummary] = Field(default_factory=list)
+    #: The case's number where opinions give one (SPEC §9): the mean of its quality
+    #: checks' scores, beside the outcome. Absent for a case without quality checks.
+    score: float | None = Field(default=None, exclude_if=lambda value: value is None)
     trials: list[TrialResult] = Field(default_factory=list)
     #: What the case was and what served it, as ``assay compare`` aligns runs on
     #: (``suites.facets``; ``model``: the models the trials say answered). Absent
@@ -168,6 +177,15 @@ class Cost(BaseModel):
     trials: int = 0
     unreported: dict[str, int] = Field(default_factory=dict)
     evidence: dict[str, Evidence] = Field(default_factory=dict)
+    #: What the judges cost, apart from the agent (SPEC §9): present when a check
+    #: was judged. Answers served from the judge cache cost nothing here
+    #: (``judge_cached`` counts them); a sum over answers some of which had no
+    #: price is a lower bound, None when none had one.
+    judge_usd: float | None = None
+    judge_input_tokens: int | None = None
+    judge_output_tokens: int | None = None
+    judge_calls: int | None = None
+    judge_cached: int | None = None
 
     @model_serializer(mode="wrap")
     def _as_stored(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -181,7 +199,9 @@ class Cost(BaseModel):
 
 
 #: Keys the report's ``cost`` gained after reports were first sealed.
-_LATER_COST_KEYS = frozenset({"trials", "unreported", "evidence"})
+_LATER_COST_KEYS = frozenset({"trials", "unreported", "evidence", "judge_usd",
+                              "judge_input_tokens", "judge_output_tokens", "judge_calls",
+                              "judge_cached"})
 
 
 class SuiteRef(BaseModel):

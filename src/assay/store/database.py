@@ -15,19 +15,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..canonical import canonical
+from ..canonical import canonical, digest_bytes
 from ..errors import HarnessFailure, UsageError
 from ..install_hints import extra
 from . import schema
 from .ledger import Ledger
-from .records import Holder
+from .records import OPINION_TEXTS, Holder
 from .revision import HEAD_REVISION
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
@@ -110,6 +110,8 @@ class StoredRun:
     suite: str | None
     trials: list[StoredTrial]
     verdicts: list[StoredVerdict]
+    #: What judges said, by (case id, n) and assertion position (``load_opinions``).
+    opinions: dict[tuple[str, int], dict[int, list[Any]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -396,7 +398,8 @@ class Store:
                         for x in connection.execute(
                             sa.select(v.case_id, v.n, v.position, v.outcome, v.evidence)
                             .where(v.run_id == run_id).order_by(v.id))]
-        return StoredRun(run_id, row.report, row.suite, trials, verdicts)
+            opinions = _opinions(connection, run_id)
+        return StoredRun(run_id, row.report, row.suite, trials, verdicts, opinions)
 
     def load_report(self, run_id: str) -> Report:
         """The FULL report of a run, with each trial's trace; redact before showing it."""
@@ -508,12 +511,13 @@ class Store:
         with self.engine.connect() as connection:
             for x in connection.execute(
                     sa.select(v.case_id, v.n, v.assertion, v.check, v.family, v.outcome,
-                              v.evidence, v.note, v.provenance, v.threshold)
+                              v.evidence, v.note, v.provenance, v.threshold, v.score)
                     .where(v.run_id == run_id).order_by(v.case_id, v.n, v.position)):
                 verdicts.setdefault((x.case_id, x.n), []).append(Verdict(
                     assertion=x.assertion, check=x.check, family=x.family, outcome=x.outcome,
                     evidence=x.evidence, note=x.note, provenance=x.provenance,
-                    threshold=x.threshold))
+                    threshold=x.threshold, score=x.score))
+            opinions = _opinions(connection, run_id)
             for y in connection.execute(
                     sa.select(t.case_id, t.n, t.outcome, t.reason, t.duration_s, t.usage,
                               b.content)
@@ -523,5 +527,80 @@ class Store:
                 results[(y.case_id, y.n)] = TrialResult(
                     n=y.n, outcome=y.outcome, reason=y.reason, duration_s=y.duration_s,
                     usage=Usage.model_validate(y.usage),
-                    verdicts=verdicts.get((y.case_id, y.n), []), trace=trace)
+                    verdicts=verdicts.get((y.case_id, y.n), []), trace=trace,
+                    opinions=opinions.get((y.case_id, y.n), {}))
         return results
+
+
+def _opinions(connection: Connection, run_id: str) -> dict[tuple[str, int], dict[int, list[Any]]]:
+    """A run's opinions, rebuilt, by (case id, n) and assertion position, answers in order.
+
+    Each is its ``judge-opinion`` content with the raw answer read back from
+    its blob. A raw answer whose bytes no longer match their digest (edited,
+    or erased) comes back with no text and an error saying so: a verdict read
+    from it is inconclusive, and replay shows the difference.
+    """
+    from ..judging.opinion import Opinion
+
+    o, b = schema.opinions.c, schema.blobs.c
+    rows = connection.execute(
+        sa.select(o.case_id, o.n, o.position, o.item, o.content_digest, b.content)
+        .outerjoin(schema.blobs, b.digest == o.content_digest)
+        .where(o.run_id == run_id).order_by(o.case_id, o.n, o.position, o.item)).all()
+    if not rows:
+        return {}
+    contents: list[tuple[Any, dict[str, Any] | None]] = []
+    wanted: set[str] = set()
+    for row in rows:
+        try:
+            # Content that no longer matches its digest (the ledger's) is no opinion.
+            data = json.loads(row.content) if row.content is not None \
+                and digest_bytes(bytes(row.content)) == row.content_digest else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            for name in OPINION_TEXTS:
+                if isinstance(data.get(name), str):
+                    wanted.add(data[name])
+        contents.append((row, data if isinstance(data, dict) else None))
+    texts: dict[str, bytes | None] = {}
+    for chunk in _chunks(sorted(wanted), 500):
+        texts.update({x.digest: x.content for x in connection.execute(
+            sa.select(b.digest, b.content).where(b.digest.in_(chunk)))})
+    found: dict[tuple[str, int], dict[int, list[Any]]] = {}
+    for row, data in contents:
+        opinion = _opinion(data, texts, Opinion)
+        found.setdefault((row.case_id, row.n), {}).setdefault(row.position, []).append(opinion)
+    return found
+
+
+def _opinion(data: dict[str, Any] | None, texts: dict[str, bytes | None], kind: Any) -> Any:
+    lost = kind(raw=None, model="unknown", prompt_digest="", error="the stored opinion is missing")
+    if data is None:
+        return lost
+    fields = dict(data)
+    problem = None
+    for name in OPINION_TEXTS:
+        named = fields.get(name)
+        if not isinstance(named, str):
+            fields[name] = None
+            continue
+        content = texts.get(named)
+        if content is None or digest_bytes(content) != named:
+            fields[name] = None
+            problem = f"the stored {name} answer is missing or does not match its digest"
+        else:
+            fields[name] = content.decode("utf-8", "surrogatepass")
+    try:
+        opinion = kind.from_json(fields)
+    except ValueError:
+        return lost
+    if problem is not None:
+        from dataclasses import replace
+
+        opinion = replace(opinion, raw=None, error=problem)
+    return opinion
+
+
+def _chunks(items: list[str], size: int) -> list[list[str]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]

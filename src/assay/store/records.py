@@ -16,10 +16,10 @@ if TYPE_CHECKING:  # only read here: the writer process, which imports this, nee
     from ..model.result import Report, TrialResult
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
-VerdictRow = tuple[str, str, str, str, str, str, str, "float | None"]
+VerdictRow = tuple[str, str, str, str, str, str, str, "float | None", "float | None"]
 #: The ``verdicts`` columns a ``VerdictRow`` fills, in its order.
 VERDICT_COLUMNS = ("assertion", "check", "family", "outcome", "evidence", "note",
-                   "provenance", "threshold")
+                   "provenance", "threshold", "score")
 
 
 class TrialRecord(NamedTuple):
@@ -36,6 +36,38 @@ class TrialRecord(NamedTuple):
     verdicts: tuple[VerdictRow, ...]
     #: The trace as compact JSON (pydantic's); None when the trial has none.
     trace: bytes | None
+    #: What judges said of the trace: ``OpinionRecord`` s, in assertion then answer order.
+    opinions: tuple[OpinionRecord, ...] = ()
+
+
+class OpinionRecord(NamedTuple):
+    """One opinion as stored: where it belongs, its fields, its long texts apart.
+
+    ``fields`` is the opinion's JSON without ``raw`` (and ``stream``): those
+    are kept as blobs under their digests (``texts``), so that the ledger's
+    ``judge-opinion`` entry names them by digest and an erasure can remove
+    them without breaking a hash.
+    """
+
+    position: int
+    item: int
+    fields: dict[str, Any]
+    texts: dict[str, bytes]
+
+
+#: The opinion fields kept as blobs, by digest, rather than in the entry.
+OPINION_TEXTS = ("raw", "stream")
+
+
+def opinion_record(position: int, item: int, data: dict[str, Any]) -> OpinionRecord:
+    """The record of one opinion (``Opinion.to_json()``)."""
+    fields = dict(data)
+    texts: dict[str, bytes] = {}
+    for name in OPINION_TEXTS:
+        value = fields.pop(name, None)
+        if isinstance(value, str):
+            texts[name] = value.encode("utf-8", "surrogatepass")
+    return OpinionRecord(position, item, fields, texts)
 
 
 def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
@@ -49,8 +81,11 @@ def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
         case_id, split, result.n, result.outcome, result.reason, result.duration_s,
         UNREPORTED_USAGE if unreported else usage.model_dump_json(),
         tuple([(v.assertion, v.check, v.family, v.outcome, v.evidence.value, v.note,
-                v.provenance, v.threshold) for v in result.verdicts]),
-        trace)
+                v.provenance, v.threshold, v.score) for v in result.verdicts]),
+        trace,
+        tuple(opinion_record(position, item, opinion.to_json())
+              for position in sorted(result.opinions)
+              for item, opinion in enumerate(result.opinions[position])))
 
 
 #: The usage JSON of a trial that reported none (most), as ``Usage().model_dump_json()``

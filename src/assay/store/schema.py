@@ -96,7 +96,26 @@ verdicts = sa.Table(
     sa.Column("note", sa.Text, nullable=False),
     sa.Column("provenance", sa.Text, nullable=False),
     sa.Column("threshold", sa.Float),
+    # The number an opinion gave (a rubric's weighted mean, a similarity; revision 0006).
+    sa.Column("score", sa.Float),
     sa.UniqueConstraint("run_id", "case_id", "n", "position", name="uq_verdicts_identity"),
+)
+
+# What judges said of a trial's trace (revision 0006): one row per answer, at the
+# assertion's ``position`` and the answer's ``item`` (a rubric's criterion). The
+# opinion itself is the ``judge-opinion`` ledger entry's content, a blob under
+# ``content_digest`` (its raw answer a blob of its own); ``entry`` is that entry.
+opinions = sa.Table(
+    "opinions", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), nullable=False),
+    sa.Column("case_id", sa.String(200), nullable=False),
+    sa.Column("n", sa.Integer, nullable=False),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("item", sa.Integer, nullable=False),
+    sa.Column("content_digest", sa.String(80), nullable=False),
+    sa.Column("entry", sa.BigInteger),
+    sa.Index("ix_opinions_run", "run_id", "case_id", "n"),
 )
 
 blobs = sa.Table(

@@ -21,7 +21,7 @@ from .blobs import put_blobs
 from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
-from .records import VERDICT_COLUMNS, Holder, TrialRecord
+from .records import VERDICT_COLUMNS, Holder, OpinionRecord, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -43,6 +43,18 @@ def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> 
         return canonical(content)
 
 
+def _opinion_body(run_id: str, record: TrialRecord, opinion: OpinionRecord,
+                  blobs: dict[str, bytes]) -> bytes:
+    """The ``judge-opinion`` content: the opinion, its long texts by digest (kept in ``blobs``)."""
+    named: dict[str, str | None] = {name: None for name in ("raw",)}
+    for name, text in opinion.texts.items():
+        text_digest = digest_bytes(text)
+        blobs.setdefault(text_digest, text)
+        named[name] = text_digest
+    return canonical({**opinion.fields, **named, "run_id": run_id, "case_id": record.case_id,
+                      "n": record.n, "position": opinion.position, "item": opinion.item})
+
+
 def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRecord], *,
                  ledger: bool) -> None:
     """Write trials of a run (rows, verdicts, traces by digest), with a ledger entry each if asked.
@@ -60,14 +72,32 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
         trace_digest = digest_bytes(record.trace)
         blobs.setdefault(trace_digest, record.trace)
         traces.append(trace_digest)
-    entries: list[Entry | None] = [None] * len(records)
+    bodies: list[tuple[str, bytes]] = []
+    opinion_table: list[dict[str, Any]] = []
+    for record, trace in zip(records, traces, strict=True):
+        bodies.append(("trial-verdict", _trial_verdict_body(run_id, record, trace)))
+        for opinion in record.opinions:
+            bodies.append(("judge-opinion", _opinion_body(run_id, record, opinion, blobs)))
+            opinion_table.append({"run_id": run_id, "case_id": record.case_id, "n": record.n,
+                                  "position": opinion.position, "item": opinion.item,
+                                  "content_digest": digest_bytes(bodies[-1][1]),
+                                  "entry": None})
+    entries: list[Entry | None] = [None] * len(bodies)
     if ledger:
-        entries = list(append_bodies(connection, [
-            ("trial-verdict", _trial_verdict_body(run_id, record, trace))
-            for record, trace in zip(records, traces, strict=True)]))
+        entries = list(append_bodies(connection, bodies))
+    else:  # the contents are kept all the same: replay reads opinions from them
+        for _, body in bodies:
+            blobs.setdefault(digest_bytes(body), body)
     trial_table: list[dict[str, Any]] = []
     verdict_table: list[dict[str, Any]] = []
-    for record, trace, entry in zip(records, traces, entries, strict=True):
+    at = 0
+    opinion_rows = iter(opinion_table)
+    for record, trace in zip(records, traces, strict=True):
+        entry = entries[at]
+        for _ in record.opinions:
+            at += 1
+            next(opinion_rows)["entry"] = None if entries[at] is None else entries[at].index  # type: ignore[union-attr]
+        at += 1
         trial_table.append({
             "run_id": run_id, "case_id": record.case_id, "split": record.split, "n": record.n,
             "outcome": record.outcome, "reason": record.reason,
@@ -80,6 +110,8 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
     put_blobs(connection, blobs)
     insert_rows(connection, schema.trials.insert(), trial_table)
     insert_rows(connection, schema.verdicts.insert(), verdict_table)
+    if opinion_table:
+        insert_rows(connection, schema.opinions.insert(), opinion_table)
 
 
 def register_run(store: Store, row: dict[str, Any], content: bytes) -> Holder | None:

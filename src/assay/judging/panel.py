@@ -1,0 +1,248 @@
+"""Asking for the opinions one trace's quality checks rest on (SPEC §9).
+
+A ``Panel`` is made once per battery from the suite and ``JudgeOptions``:
+it resolves every quality check's judge before anything runs (a judge
+nobody named, or an OpenAI-compatible judge without a base URL, is a usage
+error then, not a hundred inconclusive trials later), and then, for each
+trace the battery hands it, asks what the checks need — one answer per
+``judge``, one per criterion of a ``rubric`` (asked at once), one
+similarity per ``similar`` — bounded by ``concurrency`` calls in flight.
+
+Every answer goes through the judge cache first (``targets.call_cache``,
+folder ``judge``), keyed by suite, case, trial index, judge model, the
+check's prompt digest and the digest of the filled prompt: a rerun with the
+same outputs is served without a call, trial 2 never gets trial 1's answer,
+and a changed output misses. A served answer is marked ``cached`` and costs
+this run nothing.
+
+The battery reads the opinions into verdicts with the pure
+``checks.grade_trace``; nothing here grades.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..canonical import digest
+from ..checks import lookup
+from ..checks.values import select
+from ..errors import UsageError
+from ..model import Assertion, Case, Suite, Trace
+from ..targets.call_cache import CallCache
+from ..targets.prices import PriceTable
+from .client import DEFAULT_TIMEOUT_S, JudgeSettings, ask, make_client
+from .judges import ENV_BASE_URL, JudgeRef, resolve_judge
+from .opinion import Opinion
+from .templates import as_text, default_template, prompt_digest, render
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    """Which judge, where, and how: the command line's and the environment's word."""
+
+    #: ``--judge``: overrides ``ASSAY_JUDGE`` and the suite's ``judge:``.
+    judge: str | None = None
+    #: ``--judge-base-url``: the OpenAI-compatible server (else ``ASSAY_JUDGE_BASE_URL``).
+    base_url: str | None = None
+    #: Calls to judges in flight at once.
+    concurrency: int = 8
+    #: ``judge_timeout_s`` for every call, overriding the suite's.
+    timeout_s: float | None = None
+    #: Serve repeated questions from the judge cache (``--no-judge-cache`` turns it off).
+    cache: bool = True
+    cache_root: Path | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    prices: PriceTable | None = None
+
+
+@dataclass(frozen=True)
+class _Question:
+    """One answer a check needs: to whom, what, under which identity."""
+
+    judge: JudgeRef | None  # None: a local similarity, no judge
+    prompt: str
+    prompt_digest: str
+
+
+def asks_opinions(case: Case) -> bool:
+    """Whether any of the case's assertions is read from opinions."""
+    return any((check := lookup(a.check)) is not None and check.opinions for a in case.expect)
+
+
+class Panel:
+    """The judges of one battery. ``close()`` when done."""
+
+    def __init__(self, suite: Suite, options: JudgeOptions, *,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.suite = suite
+        self.options = options
+        self.clock = clock
+        self.timeout_s = options.timeout_s or suite.judge_timeout_s or DEFAULT_TIMEOUT_S
+        self.cache = CallCache("judge", options.cache_root) if options.cache else None
+        self._limit = asyncio.Semaphore(max(1, options.concurrency))
+        self._clients: dict[str, Any] = {}
+        self._embedder: Any = None
+        #: Answers asked of a judge in this run (cache hits are not counted).
+        self.calls = 0
+        self._judges = self._resolve()
+
+    # -- before the run ---------------------------------------------------------------
+
+    def _resolve(self) -> dict[tuple[str, int], JudgeRef]:
+        """Each judged assertion's judge, by (case id, position); usage errors named."""
+        found: dict[tuple[str, int], JudgeRef] = {}
+        needs_url = False
+        for case in self.suite.cases:
+            for position, assertion in enumerate(case.expect):
+                if assertion.check not in ("judge", "rubric"):
+                    continue
+                arg = assertion.arg if isinstance(assertion.arg, dict) else {}
+                try:
+                    judge = resolve_judge(arg.get("model"), self.options.judge,
+                                          self.suite.judge, self.options.env)
+                except ValueError as exc:
+                    raise UsageError(f"suite {self.suite.id}: {exc}") from None
+                if judge is None:
+                    raise UsageError(
+                        f"suite {self.suite.id} has {assertion.check} checks but names no judge: "
+                        "give the suite a judge: (openai:MODEL), or pass --judge or set "
+                        "ASSAY_JUDGE")
+                needs_url = needs_url or judge.kind == "openai"
+                found[(case.id, position)] = judge
+        if needs_url and not self._base_url():
+            raise UsageError(
+                f"suite {self.suite.id}: an openai: judge needs its server's address: pass "
+                f"--judge-base-url URL or set {ENV_BASE_URL}")
+        if needs_url:
+            try:
+                self._settings(JudgeRef("openai", "check"))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        return found
+
+    def _base_url(self) -> str | None:
+        return self.options.base_url or self.options.env.get(ENV_BASE_URL) or None
+
+    def _settings(self, judge: JudgeRef) -> JudgeSettings:
+        return JudgeSettings(model=judge.model, base_url=self._base_url() or "",
+                             timeout_s=self.timeout_s)
+
+    def facet(self, case: Case) -> str | None:
+        """The case's ``judge`` facet: which judges with which prompts, as one digest.
+
+        None when the case asks no opinion. Two runs whose judges or
+        templates differ are not compared as if their opinions were alike.
+        """
+        named = [[position, self._judges[(case.id, position)].uri,
+                  self._identity(case, position, assertion)]
+                 for position, assertion in enumerate(case.expect)
+                 if (case.id, position) in self._judges]
+        named += [[position, "similar", digest({"to": a.arg.get("to")})]
+                  for position, a in enumerate(case.expect)
+                  if a.check == "similar" and isinstance(a.arg, dict)]
+        return digest(named) if named else None
+
+    def _identity(self, case: Case, position: int, assertion: Assertion) -> str:
+        """The prompt digest of a judged check: its template and what shapes its answers."""
+        judge = self._judges[(case.id, position)]
+        arg = assertion.arg if isinstance(assertion.arg, dict) else {}
+        template = arg.get("template") or default_template(
+            "rubric" if assertion.check == "rubric" else "judge")
+        settings = self._settings(judge).sampling() if judge.kind == "openai" else {}
+        shaping = {"judge": judge.uri, "criteria": arg.get("criteria"), **settings}
+        return prompt_digest(template, shaping)
+
+    # -- during the run ---------------------------------------------------------------
+
+    async def opinions(self, case: Case, n: int, trace: Trace) -> dict[int, list[Opinion]]:
+        """Every opinion the case's quality checks need on ``trace``, by assertion position."""
+        jobs: list[tuple[int, Awaitable[Opinion]]] = []
+        for position, assertion in enumerate(case.expect):
+            if assertion.check not in ("judge", "rubric", "similar"):
+                continue
+            found, actual = select(trace.output, assertion.path)
+            if not found:
+                continue  # read as inconclusive: the path selects nothing
+            for question in self._questions(case, position, assertion, actual):
+                jobs.append((position, self._answer(case, n, question, assertion, actual)))
+        answers = await asyncio.gather(*(job for _, job in jobs))
+        found_opinions: dict[int, list[Opinion]] = {}
+        for (position, _), opinion in zip(jobs, answers, strict=True):
+            found_opinions.setdefault(position, []).append(opinion)
+        return found_opinions
+
+    def _questions(self, case: Case, position: int, assertion: Assertion,
+                   actual: Any) -> list[_Question]:
+        arg = assertion.arg if isinstance(assertion.arg, dict) else {}
+        if assertion.check == "similar":
+            return [_Question(None, "", digest({"similar": arg.get("to")}))]
+        identity = self._identity(case, position, assertion)
+        judge = self._judges[(case.id, position)]
+        if assertion.check == "judge":
+            template = arg.get("template") or default_template("judge")
+            return [_Question(judge, render(template, criteria=arg.get("criteria"),
+                                            expected=case.expected, actual=actual), identity)]
+        template = arg.get("template") or default_template("rubric")
+        return [_Question(judge, render(template, criterion=item["name"],
+                                        description=item.get("description", ""),
+                                        expected=case.expected, actual=actual), identity)
+                for item in arg.get("criteria") or []]
+
+    async def _answer(self, case: Case, n: int, question: _Question, assertion: Assertion,
+                      actual: Any) -> Opinion:
+        model = question.judge.uri if question.judge is not None else "similar"
+        key = None
+        if self.cache is not None:
+            key = CallCache.key([self.suite.id, case.id, n, model, question.prompt_digest,
+                                 digest({"prompt": question.prompt, "actual": as_text(actual)})])
+            kept = self.cache.get(key)
+            if kept is not None:
+                try:
+                    return replace(Opinion.from_json(kept), cached=True)
+                except ValueError:
+                    pass  # not an opinion after all: asked again
+        async with self._limit:
+            opinion = await self._ask(question, assertion, actual)
+        if self.cache is not None and key is not None and opinion.error is None:
+            # Errors are not kept: a timeout or a 500 is asked again next time.
+            self.cache.put(key, opinion.to_json())
+        return opinion
+
+    async def _ask(self, question: _Question, assertion: Assertion, actual: Any) -> Opinion:
+        judge = question.judge
+        if judge is None:
+            return await asyncio.to_thread(self._similarity, assertion, actual)
+        self.calls += 1
+        if judge.kind == "claude":
+            from .claude_grader import ClaudeJudgeSettings, ask_claude
+
+            return await ask_claude(ClaudeJudgeSettings(model=judge.model,
+                                                        timeout_s=self.timeout_s),
+                                    question.prompt, prompt_digest=question.prompt_digest,
+                                    clock=self.clock)
+        settings = self._settings(judge)
+        client = self._clients.get(settings.model)
+        if client is None:
+            client = self._clients[settings.model] = make_client(settings)
+        return await ask(client, settings, question.prompt, prompt_digest=question.prompt_digest,
+                         clock=self.clock, prices=self.options.prices)
+
+    def _similarity(self, assertion: Assertion, actual: Any) -> Opinion:
+        from .similarity import load_embedder, measure
+
+        if self._embedder is None:
+            self._embedder = load_embedder()
+        arg = assertion.arg if isinstance(assertion.arg, dict) else {}
+        return measure(self._embedder, str(arg.get("to", "")), actual, clock=self.clock)
+
+    async def close(self) -> None:
+        """Close the judges' clients."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.close()

@@ -2,8 +2,9 @@
 
 What this package exports is the pure core — prompt templates and reading a
 judge's answer — with no I/O, no clock and no network. One model call is
-``judging.client.ask``, through a client handed in; it is imported where it
-is used, never here.
+``judging.client.ask``, through a client handed in; the ``similar`` check's
+measure is ``judging.similarity``, on a local model. Both are imported where
+they are used, never here.
 """
 
 from __future__ import annotations

@@ -55,6 +55,8 @@ class Turn:
     output_tokens: int = 20
     #: Seconds to wait before answering (a model that hangs).
     delay_s: float = 0.0
+    #: The model the reply says answered (None: the one the request asked for).
+    model: str | None = None
 
 
 @dataclass
@@ -173,7 +175,7 @@ def _handler(stub: AnthropicStub) -> type[BaseHTTPRequestHandler]:
             with stub.lock:
                 turn = stub.turn_for(body)
                 number = len(stub.seen)
-            model = body.get("model", "stub")
+            model = turn.model or body.get("model", "stub")
             if turn.delay_s:
                 time.sleep(turn.delay_s)
             if not body.get("stream"):

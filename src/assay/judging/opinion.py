@@ -25,9 +25,11 @@ class Opinion:
     ``raw`` is the answer's text (None when there was none); ``model`` the
     model the server says answered, else the one asked; ``cost_usd`` is
     inferred from the tokens and the price table, None when either is
-    unknown (never 0 for unknown). ``error`` is None or a short reason that
-    never quotes the prompt or the server's text, either of which may hold a
-    hidden case.
+    unknown (never 0 for unknown) — or, with ``cost_observed``, what the
+    host reported it cost (the ``claude`` grader). ``error`` is None or a
+    short reason that never quotes the prompt or the server's text, either
+    of which may hold a hidden case. ``stream`` is the host's raw event
+    stream, kept whole where there is one (None for a chat completion).
     """
 
     raw: str | None
@@ -39,12 +41,14 @@ class Opinion:
     cost_usd: float | None = None
     latency_s: float = 0.0
     error: str | None = None
+    cost_observed: bool = False
+    stream: str | None = None
     #: Served from the judge cache: asked in an earlier run, not paid for again in this one.
     cached: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """The opinion as the ``judge-opinion`` ledger entry will hold it."""
-        return {
+        """The opinion as the ``judge-opinion`` ledger entry will hold it (``stream`` if any)."""
+        record: dict[str, Any] = {
             "model": self.model,
             "prompt_digest": self.prompt_digest,
             "parameters": dict(self.parameters),
@@ -53,9 +57,15 @@ class Opinion:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cost_usd": self.cost_usd,
-            "cost_evidence": "inferred" if self.cost_usd is not None else "unavailable",
+            "cost_evidence": ("unavailable" if self.cost_usd is None
+                              else "observed" if self.cost_observed else "inferred"),
             "latency_s": self.latency_s,
-        } | ({"cached": True} if self.cached else {})
+        }
+        if self.stream is not None:
+            record["stream"] = self.stream
+        if self.cached:
+            record["cached"] = True
+        return record
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Opinion:
@@ -66,14 +76,17 @@ class Opinion:
             if not (raw is None or isinstance(raw, str)) or not isinstance(model, str) \
                     or not isinstance(digest, str) or not isinstance(parameters, dict):
                 raise TypeError
-            error = data.get("error")
+            error, stream = data.get("error"), data.get("stream")
+            if not (stream is None or isinstance(stream, str)):
+                raise TypeError
             return cls(raw=raw, model=model, prompt_digest=digest, parameters=parameters,
                        input_tokens=_count(data.get("input_tokens")),
                        output_tokens=_count(data.get("output_tokens")),
                        cost_usd=_number(data.get("cost_usd")),
                        latency_s=float(_number(data.get("latency_s")) or 0.0),
                        error=error if isinstance(error, str) else None,
-                       cached=data.get("cached") is True)
+                       cost_observed=data.get("cost_evidence") == "observed",
+                       stream=stream, cached=data.get("cached") is True)
         except (KeyError, TypeError):
             raise ValueError("not a stored opinion") from None
 

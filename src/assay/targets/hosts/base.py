@@ -25,6 +25,7 @@ from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
 from ..identity import file_entries, identity_digest
 from .process import (
     Finished,
+    Version,
     child_environment,
     parse_version,
     run_cli,
@@ -69,6 +70,31 @@ def without(args: list[str], *flags: str) -> list[str]:
             continue
         kept.append(arg)
     return kept
+
+
+def find_binary(name: str, binary_env: str) -> str | None:
+    """The CLI's executable: the one ``binary_env`` names, else ``name`` on ``PATH``.
+
+    None when there is none, or when what is named is not an executable file.
+    """
+    binary = os.environ.get(binary_env) or shutil.which(name)
+    if not binary or not (Path(binary).is_file() and os.access(binary, os.X_OK)):
+        return None
+    return binary
+
+
+def version_refusal(name: str, found: Version, minimum: tuple[int, int, int]) -> str | None:
+    """Why a CLI of this version is not run (None: it is), naming its version and the least.
+
+    A prerelease's stream may change before release, and a stream older than
+    ``minimum`` is one the readers were not checked against: refused, not misread.
+    """
+    least = ".".join(map(str, minimum))
+    if found.prerelease:
+        return f"{name} {found} is a prerelease; assay reads released versions, {least} or later"
+    if found.release < minimum:
+        return f"{name} {found} is too old; assay reads the event stream of {least} or later"
+    return None
 
 
 class CliHost(ABC):
@@ -165,9 +191,10 @@ class CliHost(ABC):
 
     async def start(self) -> None:
         """Find the CLI, check its version and its sign-in; any failure is the harness's."""
-        binary = os.environ.get(self.binary_env) or shutil.which(self.name)
-        if not binary or not (Path(binary).is_file() and os.access(binary, os.X_OK)):
-            where = f"{self.binary_env}={binary}" if os.environ.get(self.binary_env) else "PATH"
+        binary = find_binary(self.name, self.binary_env)
+        if binary is None:
+            named = os.environ.get(self.binary_env)
+            where = f"{self.binary_env}={named}" if named else "PATH"
             raise HarnessFailure(f"target {self.name}: the {self.name} CLI was not found on "
                                  f"{where}; {self.install_hint}")
         self.binary = binary
@@ -177,16 +204,9 @@ class CliHost(ABC):
             raise HarnessFailure(f"target {self.name}: `{self.name} --version` failed "
                                  f"(exit {done.exit_code}): {tail(done.stderr)}")
         self.version = str(found)
-        least = ".".join(map(str, self.minimum))
-        if found.prerelease:
-            # A prerelease's stream may change before release: refused, not misread.
-            raise HarnessFailure(f"target {self.name}: {self.name} {self.version} is a "
-                                 f"prerelease; assay reads released versions, {least} or "
-                                 f"later ({self.install_hint})")
-        if found.release < self.minimum:
-            raise HarnessFailure(f"target {self.name}: {self.name} {self.version} is too old; "
-                                 f"assay reads the event stream of {least} or later "
-                                 f"({self.install_hint})")
+        refusal = version_refusal(self.name, found, self.minimum)
+        if refusal:
+            raise HarnessFailure(f"target {self.name}: {refusal} ({self.install_hint})")
         self.facets["host_version"] = self.version
         await self.check_signed_in()
 

@@ -35,6 +35,11 @@ def user_config_dir() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
+def copy_sign_in(home: Path) -> None:
+    """A copy of the CLI's credentials file in a throwaway home, nothing else of the user's."""
+    copy_private(user_config_dir() / CREDENTIALS, home / ".claude" / CREDENTIALS)
+
+
 class ClaudeTarget(CliHost):
     """Claude Code in print mode; its ``stream-json`` events become the trace."""
 
@@ -58,7 +63,7 @@ class ClaudeTarget(CliHost):
 
     def prepare_home(self, home: Path) -> None:
         """A copy of the CLI's credentials file, nothing else of the user's."""
-        copy_private(user_config_dir() / CREDENTIALS, home / ".claude" / CREDENTIALS)
+        copy_sign_in(home)
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``claude -p --output-format stream-json --verbose`` + the URI's flags + pins."""

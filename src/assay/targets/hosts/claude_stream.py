@@ -6,6 +6,9 @@ in it (checked against Claude Code 2.1):
 
 - ``system``/``init`` names the model, the tools and the MCP servers with
   their status.
+- An ``assistant`` line's ``message.model`` is the model the server says
+  answered; a reply the CLI made up itself (no sign-in, an API error) has
+  the model ``<synthetic>`` and an ``error`` kind (``authentication_failed``…).
 - An ``assistant`` line carries *one* content block; the blocks of one model
   reply share ``message.id``. Steps are the distinct ids of the main thread
   (``parent_tool_use_id`` null): the final ``num_turns`` also counts tool
@@ -35,6 +38,9 @@ from .events import json_event
 LIMITS = {"error_max_turns": "max turns", "error_max_budget_usd": "max budget",
           "error_max_structured_output_retries": "structured output retries"}
 
+#: The model of a reply the CLI wrote itself rather than received.
+SYNTHETIC = "<synthetic>"
+
 
 @dataclass
 class ClaudeRun:
@@ -48,6 +54,10 @@ class ClaudeRun:
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     model: str | None = None
+    #: The model the server says answered the main thread's last reply (None: no reply came).
+    served_model: str | None = None
+    #: The kind of the last error the CLI reported in place of a reply (``authentication_failed``).
+    api_error: str | None = None
     has_result: bool = False
     skills_listed: list[str] = field(default_factory=list)
     unreadable: int = 0
@@ -103,6 +113,11 @@ class _Reader:
         main = item.get("parent_tool_use_id") is None
         if main and message.get("id") is not None:
             self.replies.add(str(message["id"]))
+        served = message.get("model")
+        if main and isinstance(served, str) and served and served != SYNTHETIC:
+            self.run.served_model = served
+        if isinstance(item.get("error"), str) and item["error"]:
+            self.run.api_error = item["error"]
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue

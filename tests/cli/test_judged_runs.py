@@ -243,3 +243,41 @@ def test_a_hidden_cases_judge_answer_and_criteria_reach_no_surface(
         assert secret not in surface
     shown = project.assay("show", report(project)["run_id"], "--json")
     assert shown.code in (0, 1) and secret not in shown.out + shown.err
+
+
+def test_a_rubric_scores_each_criterion_and_similar_measures_with_the_local_model(
+    project: Any, judge: JudgeServer,
+) -> None:
+    project.write("agent.py", AGENT)
+    project.write("evals/a.suite.yaml", """
+        suite: demo/scored@1
+        target: python:agent:answer
+        judge: openai:judge-model
+        cases:
+          - id: scored
+            input: scored
+            expected: apologises and resends
+            expect:
+              - rubric: {criteria: [{name: accuracy, description: says what happens, weight: 2},
+                                    {name: tone, weight: 1}], pass_at: 0.7}
+              - similar: {to: "Sorry, we are resending it.", threshold: 0.5}
+          - id: off-topic
+            input: bad
+            expect:
+              - similar: {to: "The invoice total is 42.00 euros.", threshold: 0.6}
+    """)
+    done = run(project, judge)
+    assert done.code == 1, done.err
+    cases = cases_of(report(project))
+    rubric, similar = cases["scored"]["trials"][0]["verdicts"]
+    assert (rubric["outcome"], rubric["score"]) == ("pass", 0.8)
+    assert rubric["note"].startswith("scored 0.800 (passes at 0.7)")
+    assert similar["outcome"] == "pass" and similar["score"] > 0.5
+    assert similar["provenance"].startswith("similar:sentence-transformers/all-MiniLM-L6-v2@")
+    [off] = cases["off-topic"]["trials"][0]["verdicts"]
+    assert off["outcome"] == "fail" and off["score"] < similar["score"]
+    assert cases["off-topic"]["outcome"] == "fail"
+    # Two criteria were asked of the judge, each naming its criterion; similar asked nobody.
+    assert judge.calls == 2
+    assert sum("Criterion: accuracy" in p for p in judge.prompts) == 1
+    assert cases["scored"]["score"] == pytest.approx((0.8 + similar["score"]) / 2)

@@ -91,6 +91,12 @@ class Panel:
         #: Answers asked of a judge in this run (cache hits are not counted).
         self.calls = 0
         self._judges = self._resolve()
+        if any(a.check == "similar" for case in suite.cases for a in case.expect):
+            from .similarity import load_embedder
+
+            # Loaded now (once per process): a missing extra is a usage error before
+            # anything runs, and no trial waits a second and a half for the model.
+            self._embedder = load_embedder()
 
     # -- before the run ---------------------------------------------------------------
 
@@ -143,7 +149,7 @@ class Panel:
                   self._identity(case, position, assertion)]
                  for position, assertion in enumerate(case.expect)
                  if (case.id, position) in self._judges]
-        named += [[position, "similar", digest({"to": a.arg.get("to")})]
+        named += [[position, self._similar_model(), digest({"to": a.arg.get("to")})]
                   for position, a in enumerate(case.expect)
                   if a.check == "similar" and isinstance(a.arg, dict)]
         return digest(named) if named else None
@@ -181,7 +187,10 @@ class Panel:
                    actual: Any) -> list[_Question]:
         arg = assertion.arg if isinstance(assertion.arg, dict) else {}
         if assertion.check == "similar":
-            return [_Question(None, "", digest({"similar": arg.get("to")}))]
+            from .similarity import question_digest
+
+            return [_Question(None, "", question_digest(str(arg.get("to", "")),
+                                                        self._embedder.model_id))]
         identity = self._identity(case, position, assertion)
         judge = self._judges[(case.id, position)]
         if assertion.check == "judge":
@@ -196,7 +205,7 @@ class Panel:
 
     async def _answer(self, case: Case, n: int, question: _Question, assertion: Assertion,
                       actual: Any) -> Opinion:
-        model = question.judge.uri if question.judge is not None else "similar"
+        model = question.judge.uri if question.judge is not None else self._similar_model()
         key = None
         if self.cache is not None:
             key = CallCache.key([self.suite.id, case.id, n, model, question.prompt_digest,
@@ -233,11 +242,12 @@ class Panel:
         return await ask(client, settings, question.prompt, prompt_digest=question.prompt_digest,
                          clock=self.clock, prices=self.options.prices)
 
-    def _similarity(self, assertion: Assertion, actual: Any) -> Opinion:
-        from .similarity import load_embedder, measure
+    def _similar_model(self) -> str:
+        return f"similar:{self._embedder.model_id}" if self._embedder is not None else "similar"
 
-        if self._embedder is None:
-            self._embedder = load_embedder()
+    def _similarity(self, assertion: Assertion, actual: Any) -> Opinion:
+        from .similarity import measure
+
         arg = assertion.arg if isinstance(assertion.arg, dict) else {}
         return measure(self._embedder, str(arg.get("to", "")), actual, clock=self.clock)
 

@@ -85,9 +85,10 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
     entries: list[Entry | None] = [None] * len(bodies)
     if ledger:
         entries = list(append_bodies(connection, bodies))
-    else:  # the contents are kept all the same: replay reads opinions from them
-        for _, body in bodies:
-            blobs.setdefault(digest_bytes(body), body)
+    else:  # an opinion's content is kept all the same: replay reads opinions from it
+        for kind, body in bodies:
+            if kind == "judge-opinion":
+                blobs.setdefault(digest_bytes(body), body)
     trial_table: list[dict[str, Any]] = []
     verdict_table: list[dict[str, Any]] = []
     at = 0

@@ -28,6 +28,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,10 +109,17 @@ class RunOutputs:
     #: Each case's ``expected`` (what ``{expected}`` fills), by case id.
     expected: Mapping[str, Any]
 
-    def trials(self, case_id: str) -> set[int]:
+    def trials(self, case_id: str) -> frozenset[int]:
         """The trial indexes the run has of a case, with an output or not."""
-        return ({n for c, n in self.outputs if c == case_id}
-                | {n for c, n in self.missing if c == case_id})
+        return self._by_case.get(case_id, frozenset())
+
+    @cached_property
+    def _by_case(self) -> dict[str, frozenset[int]]:
+        # Indexed once: asking each case's trials of the whole map would be quadratic.
+        found: dict[str, set[int]] = {}
+        for case_id, n in (*self.outputs, *self.missing):
+            found.setdefault(case_id, set()).add(n)
+        return {case_id: frozenset(ns) for case_id, ns in found.items()}
 
 
 def load_outputs(store: Store, run_id: str) -> RunOutputs:

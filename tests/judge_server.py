@@ -14,7 +14,8 @@ to a chat completion is chosen by the first marker found in the prompt:
 - ``JUDGE:flip``: ``pass`` and ``fail`` in turn (an inconsistent judge);
 - ``JUDGE:A`` / ``JUDGE:B`` / ``JUDGE:tie``: pairwise choices, by the text
   shown first or second: a prompt holding ``JUDGE:prefer=X`` answers ``A``
-  when the first output shown holds ``X``, ``B`` when the second does.
+  when the first output shown holds ``X``, ``B`` when the second does, ``tie``
+  when neither does; its justification quotes both outputs as shown.
 
 Anything else gets ``pass``. Every answer reports usage (100 prompt, 5
 completion tokens) and the model ``judge-model-2025``. ``GET /calls`` answers
@@ -96,7 +97,10 @@ class JudgeServer:
                 self._flip += 1
                 text = "pass\nthis time" if self._flip % 2 else "fail\nthis time"
         elif mark.startswith("prefer="):
-            text = self._prefer(prompt, mark.removeprefix("prefer=")) + "\nby the marker"
+            choice = self._prefer(prompt, mark.removeprefix("prefer="))
+            # The justification quotes what it read, as real judges do: a hidden case's
+            # output then reaches the raw answer, which must stay off every surface.
+            text = f"{choice}\nby the marker, having read: {self._shown(prompt)}"
         else:  # A, B, tie
             text = f"{mark}\nas marked"
         message: dict[str, Any] = {"role": "assistant", "content": text}
@@ -106,6 +110,12 @@ class JudgeServer:
             "id": "c1", "object": "chat.completion", "created": 0, "model": SERVED_MODEL,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}}
+
+    @staticmethod
+    def _shown(prompt: str) -> str:
+        """The two outputs as shown (between the first marker and the end), on one line."""
+        shown = prompt.partition("----- OUTPUT A -----")[2].partition("----- END OF OUTPUTS")[0]
+        return " ".join(shown.split())[:400]
 
     @staticmethod
     def _prefer(prompt: str, wanted: str) -> str:

@@ -22,6 +22,7 @@ from .commands.erase import erase
 from .commands.gate import gate
 from .commands.ledger import ledger
 from .commands.listing import list_
+from .commands.pairwise import pairwise
 from .commands.receipt import receipt
 from .commands.replay import replay
 from .commands.run import run
@@ -82,6 +83,7 @@ for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay,
                  agent):
     main.add_command(_command)
 main.add_command(drift)
+main.add_command(pairwise)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,6 +52,7 @@ class RunOptions:
     resume: str | None = None
     window: str | None = None
     window_at: str | None = None
+    agent_cache: bool = False
 
 
 @click.command()
@@ -88,6 +89,13 @@ class RunOptions:
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
+@click.option("--agent-cache", is_flag=True,
+              help="Keep each model call of openai: targets in .assay/cache/agent (or "
+                   "$ASSAY_CACHE_DIR/agent) and serve it again when the same case, trial, "
+                   "model and request come back, instead of calling the server. Off by "
+                   "default: a served answer is not what the model does now. The run is "
+                   "marked (facet agent_cache, flag agent-cache) and is not compared with "
+                   "runs made without it; refused when no target of the run is openai:.")
 @DB_OPTION
 @click.option("--no-store", is_flag=True,
               help="Run without recording: nothing is stored or sealed, so this run has no "
@@ -141,7 +149,8 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
 
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
-                       base_url=options.base_url, window=window)
+                       base_url=options.base_url, window=window,
+                       agent_cache=options.agent_cache)
 
 
 def _window(options: RunOptions) -> Window | None:

@@ -27,12 +27,13 @@ from typing import Any, Literal
 
 from ..errors import UsageError
 from .compare import align
-from .run_facts import RunFacts
+from .run_facts import RUN_DEFAULTS, RunFacts
 
 Status = Literal["changed", "drift", "stable"]
 
 #: The run's facets that say what answered (SPEC §8); the harness is part of the digest.
-WATCHED = ("model", "host_version")
+#: ``agent_cache``: whether answers may have been served from the agent cache.
+WATCHED = ("model", "host_version", "agent_cache")
 #: A public case's facets whose values are names, shown; the rest are digests, named only.
 _NAMES = frozenset({"model", "host_version", "harness"})
 
@@ -127,8 +128,11 @@ def drift(base: RunFacts, cand: RunFacts) -> Drift:
 
 def _run_moves(base: RunFacts, cand: RunFacts) -> list[Moved]:
     """The run-level facets and the suite digests that moved, values shown."""
-    moved = [Moved(name, base.facets.get(name), cand.facets.get(name)) for name in WATCHED
-             if base.facets.get(name) != cand.facets.get(name)]
+    def said(run: RunFacts, name: str) -> str | None:
+        return run.facets.get(name, RUN_DEFAULTS.get(name))
+
+    moved = [Moved(name, said(base, name), said(cand, name)) for name in WATCHED
+             if said(base, name) != said(cand, name)]
     if base.suite_digest != cand.suite_digest:
         moved.append(Moved("suite", base.suite_digest, cand.suite_digest))
     if base.hidden_set != cand.hidden_set:

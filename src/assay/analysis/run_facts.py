@@ -23,8 +23,12 @@ from ..errors import UsageError
 
 #: The run's facets a row is aligned on besides its own (SPEC §8): the harness,
 #: the host's version and the model. A case's own ``model`` (what its trials say
-#: answered) replaces the run's.
-RUN_FACETS = ("harness", "host_version", "model")
+#: answered) replaces the run's. And ``agent_cache``: a run whose answers may be
+#: kept ones is not compared with one that called the model (decision 0033).
+RUN_FACETS = ("harness", "host_version", "model", "agent_cache")
+#: What a run that does not record a facet of ``RUN_FACETS`` did: a run without
+#: ``agent_cache`` (made without the flag, or before it existed) called the model.
+RUN_DEFAULTS = {"agent_cache": "off"}
 
 
 @dataclass(slots=True)  # not frozen: a 10,000-case run makes 10,000 of them at once
@@ -97,7 +101,7 @@ def _from_report(data: Any, source: str, seal: Mapping[str, Any] | None) -> RunF
         raise ValueError("schema")
     target, suite, scores, cost = data["target"], data["suite"], data["scores"], data["cost"]
     run_facets = {k: str(v) for k, v in (target.get("facets") or {}).items()}
-    shared = {k: v for k, v in run_facets.items() if k in RUN_FACETS}
+    shared = {**RUN_DEFAULTS, **{k: v for k, v in run_facets.items() if k in RUN_FACETS}}
     cases = []
     hidden = 0
     for case in data["cases"]:

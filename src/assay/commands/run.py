@@ -55,6 +55,7 @@ class RunOptions:
     judge: str | None = None
     judge_base_url: str | None = None
     judge_cache: bool = True
+    agent_cache: bool = False
 
 
 @click.command()
@@ -101,6 +102,13 @@ class RunOptions:
 @click.option("--judge-cache/--no-judge-cache", default=True, show_default=True,
               help="Serve a judge's answer from the judge cache when the same question (suite, "
                    "case, trial, judge, prompt) was asked before; --no-judge-cache asks again.")
+@click.option("--agent-cache", is_flag=True,
+              help="Keep each model call of openai: targets in .assay/cache/agent (or "
+                   "$ASSAY_CACHE_DIR/agent) and serve it again when the same case, trial, "
+                   "model and request come back, instead of calling the server. Off by "
+                   "default: a served answer is not what the model does now. The run is "
+                   "marked (facet agent_cache, flag agent-cache) and is not compared with "
+                   "runs made without it; refused when no target of the run is openai:.")
 @DB_OPTION
 @click.option("--no-store", is_flag=True,
               help="Run without recording: nothing is stored or sealed, so this run has no "
@@ -157,7 +165,8 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                           concurrency=options.concurrency, cache=options.judge_cache)
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
-                       base_url=options.base_url, window=window, judges=judges)
+                       base_url=options.base_url, window=window, judges=judges,
+                       agent_cache=options.agent_cache)
 
 
 def _window(options: RunOptions) -> Window | None:

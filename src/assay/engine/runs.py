@@ -30,7 +30,7 @@ import signal
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HarnessFailure, UsageError
 from ..store.records import Sink
@@ -58,6 +58,9 @@ class RunSettings:
     window: Window | None = None
     #: Who judges the quality checks (``--judge``, ``--judge-base-url``, the judge cache).
     judges: JudgeOptions | None = None
+    #: ``--agent-cache``: the model calls of ``openai:`` targets are kept and served
+    #: again (``targets.agent_cache``, docs/decisions/0033-agent-cache.md).
+    agent_cache: bool = False
 
 
 class Watcher(Protocol):
@@ -136,6 +139,10 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             sink.stop()
         # The store's unique index is what keeps one battery per window: none without it.
         raise UsageError("--window names a stored battery: it cannot go with --no-store")
+    if settings.window is not None and settings.agent_cache:
+        if sink is not None:
+            sink.stop()
+        raise UsageError(_WINDOW_AND_CACHE)
     thresholds = _tune_gc()
     try:
         if not store:
@@ -143,12 +150,14 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
                 sink.stop()
             plans = _plans(load(), targets)
             _check_judges(plans, settings)
+            _check_agent_cache(plans, settings, watcher)
             return _run_all(plans, settings, watcher, None)
         if sink is None:
             sink = open_sink(db)
         try:
             plans = _plans(load(), targets)
             _check_judges(plans, settings)
+            _check_agent_cache(plans, settings, watcher)
             sink.ready()
             return _run_all(plans, settings, watcher, sink)
         finally:
@@ -184,9 +193,9 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         if targets and list(targets) != [stored.target_uri]:
             raise UsageError(f"run {run_id} registered the target {stored.target_uri}; "
                              "a resume runs that target only")
-        if settings.trials or settings.seed is not None:
-            raise UsageError("--trials and --seed were fixed when the run was registered; "
-                             "a resume takes them from the store")
+        if settings.trials or settings.seed is not None or settings.agent_cache:
+            raise UsageError("--trials, --seed and --agent-cache were fixed when the run was "
+                             "registered; a resume takes them from the store")
         loaded = list(load(stored.suite_id))
         if not loaded:
             raise UsageError(f"run {run_id}: no suite {stored.suite_id} under the paths given")
@@ -203,7 +212,8 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         settings = RunSettings(trials=options.get("trials"),
                                timeout_s=settings.timeout_s or options.get("timeout_s"),
                                concurrency=settings.concurrency, base_url=settings.base_url,
-                               judges=settings.judges)
+                               judges=settings.judges,
+                               agent_cache=options.get("agent_cache") is True)
         _check_judges([(item, stored.target_uri)], settings)
         watcher.notice(f"resuming run {run_id}: {len(done)} trial(s) recorded")
         recording = _Recording(LocalSink(store, key), resume, identity, stored.target_digest)
@@ -369,6 +379,35 @@ def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetting
                          "its checks are deterministic, and a judge would decide nothing")
 
 
+_WINDOW_AND_CACHE = ("--window measures the agent as it answers in its window; --agent-cache "
+                     "serves answers kept from earlier calls: they cannot go together")
+
+
+def _check_agent_cache(plans: list[tuple[LoadedSuite, str]], settings: RunSettings,
+                       watcher: Watcher) -> None:
+    """Refuse ``--agent-cache`` when no target of the run can use it; name those that run uncached.
+
+    A flag that would silently do nothing is refused: only ``openai:`` targets
+    make model calls of assay's own (a host CLI makes its inside its process).
+    """
+    from ..targets.agent_cache import caches_model_calls
+    from ..targets.call_cache import cache_root
+
+    if not settings.agent_cache:
+        return
+    uncached = list(dict.fromkeys(uri for _, uri in plans if not caches_model_calls(uri)))
+    if len(uncached) == len({uri for _, uri in plans}):
+        raise UsageError("--agent-cache keeps the model calls assay makes for openai:MODEL "
+                         "targets; no target of this run is one (a host CLI such as claude "
+                         "or codex makes its own calls, and python:, mcp+…, http(s):// and "
+                         "scripted: targets make none through assay): leave the flag out")
+    watcher.notice(f"--agent-cache: model calls are served from {cache_root() / 'agent'} "
+                   "when kept there, and kept there when not; the run is marked agent_cache: on")
+    for uri in uncached:
+        watcher.notice(f"--agent-cache: {uri} makes no model calls through assay; "
+                       "it runs uncached")
+
+
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
              sink: Sink | None) -> list[RunResult]:
     results = []
@@ -402,14 +441,17 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     # included) when it checks the SIGINT handler, which costs seconds for a
     # large report.
     from ..targets import TargetOptions, make_target
+    from ..targets.agent_cache import caches_model_calls
     from .battery import Battery, BatteryOptions
     from .record import RunRecorder
     from .windows import WindowTaken
 
     # Relative names resolve beside the suite file first, then in the working folder.
+    cached = settings.agent_cache and caches_model_calls(uri)
     target = make_target(uri, TargetOptions(base_dir=item.path.parent,
                                             concurrency=settings.concurrency,
-                                            base_url=settings.base_url, call=item.suite.call))
+                                            base_url=settings.base_url, call=item.suite.call,
+                                            agent_cache=cached))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed)
     resume = recording.resume if recording is not None else None
@@ -423,7 +465,9 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     if recording is not None:
         recorder = writer = RunRecorder(recording.sink)
         per_case = settings.trials or item.suite.trials
-        chosen = {"trials": settings.trials, "timeout_s": settings.timeout_s}
+        chosen: dict[str, Any] = {"trials": settings.trials, "timeout_s": settings.timeout_s}
+        if cached:  # only when on: the options of runs without it stay as they were
+            chosen["agent_cache"] = True
 
         def on_start(start: RunStart) -> None:
             if start.resumed:

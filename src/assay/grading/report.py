@@ -51,9 +51,14 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
     Scores, counts, reliability and evidence level come from the case
     results; cost sums every trial's usage and says how much went unreported
     (``spent``). An interrupted run does
-    not pass and carries the flag ``interrupted``.
+    not pass and carries the flag ``interrupted``. A run whose target had
+    the agent cache on (its ``agent_cache`` facet) carries the flag
+    ``agent-cache``: some answers may be kept ones, not calls made now
+    (docs/decisions/0033-agent-cache.md).
     """
     scores = score(cases, info.pass_mark)
+    if info.target.facets.get("agent_cache") == "on":
+        scores = scores.model_copy(update={"flags": [*scores.flags, "agent-cache"]})
     if info.interrupted:
         scores = scores.model_copy(
             update={"passed": False, "flags": [*scores.flags, "interrupted"]}

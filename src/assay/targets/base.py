@@ -62,6 +62,9 @@ class TargetOptions:
     #: The suite's ``call:``, when known before ``start()``: an MCP target checks at
     #: start that the server offers ``call.tool`` (else it checks at the first trial).
     call: dict[str, Any] | None = None
+    #: ``--agent-cache``: the model calls assay makes for the agent (``openai:``) are
+    #: kept and served again (``agent_cache.py``); other targets make none to keep.
+    agent_cache: bool = False
 
 
 class TrialBroken(Exception):

@@ -2,13 +2,15 @@
 
 Pure functions: the case input becomes the first messages, a tool fixture
 becomes tool declarations in the OpenAI format, the suite's ``call:`` becomes
-loop options, and the final text becomes the output. ``openai.py`` does the
-talking.
+loop options, a server's reply becomes a ``Reply`` (what the loop reads of
+it, which is also what the agent cache keeps), and the final text becomes the
+output. ``openai.py`` does the talking.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +60,86 @@ class LoopOptions:
         """The request parameters these options set."""
         given = {"temperature": self.temperature, "seed": self.seed}
         return {k: v for k, v in given.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class AskedCall:
+    """One tool call as the model asked for it: ``arguments`` is the raw text it sent."""
+
+    id: str | None
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the loop reads of one model reply.
+
+    Read once from the SDK's object (``read_reply``) so that a reply served
+    from the agent cache (``to_json``/``from_json``) goes through exactly the
+    same code as one the server just sent. Token counts are None when the
+    server did not give them as whole numbers.
+    """
+
+    model: str | None
+    content: str | None
+    refusal: str | None
+    calls: tuple[AskedCall, ...]
+    input_tokens: int | None
+    output_tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The reply as JSON data (what the agent cache keeps)."""
+        return {"model": self.model, "content": self.content, "refusal": self.refusal,
+                "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                          for c in self.calls],
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Reply:
+        """The reply ``to_json`` wrote; ValueError when ``data`` is not of that form."""
+        texts = [data.get(k) for k in ("model", "content", "refusal")]
+        tokens = [data.get(k) for k in ("input_tokens", "output_tokens")]
+        calls = data.get("calls")
+        if (any(t is not None and not isinstance(t, str) for t in texts)
+                or any(t is not None and not _whole(t) for t in tokens)
+                or not isinstance(calls, list)):
+            raise ValueError("not a kept reply")
+        asked = []
+        for call in calls:
+            if not isinstance(call, dict) or not isinstance(call.get("name"), str) \
+                    or not isinstance(call.get("id"), str | None) or "arguments" not in call:
+                raise ValueError("not a kept reply")
+            asked.append(AskedCall(call["id"], call["name"], call["arguments"]))
+        return cls(texts[0], texts[1], texts[2], tuple(asked), tokens[0], tokens[1])
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_reply(reply: Any) -> Reply:
+    """A ``Reply`` from the SDK's chat completion (which has ``choices``).
+
+    Read leniently, as servers vary: a missing or empty text is None, a tool
+    call without an id gets one from the loop, token counts that are not
+    whole numbers are None (the trial's tokens are then unknown).
+    """
+    message = reply.choices[0].message
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        call_id = getattr(call, "id", None)
+        calls.append(AskedCall(str(call_id) if call_id else None,
+                               str(getattr(function, "name", None) or ""),
+                               getattr(function, "arguments", None)))
+    usage = getattr(reply, "usage", None)
+    tokens = [getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens")]
+    tokens_in, tokens_out = (t if _whole(t) else None for t in tokens)
+    return Reply(model=str(getattr(reply, "model", "") or "") or None,
+                 content=getattr(message, "content", None) or None,
+                 refusal=getattr(message, "refusal", None) or None,
+                 calls=tuple(calls), input_tokens=tokens_in, output_tokens=tokens_out)
 
 
 def first_messages(case_input: Any, system: str | None) -> list[dict[str, Any]]:

@@ -5,9 +5,11 @@ Each trial sends the case input, with the case fixture's tools, to
 recorded and answered from the fixture (or by the MCP servers its ``mcp:``
 names, see ``mcp_tools.py``), and the loop goes on until the model
 answers without calling a tool (settled) or the step limit is reached (not
-settled). The provider key is not ours (principle 10): assay passes none of
-its own, never reads the value of ``OPENAI_API_KEY`` (the SDK does, when the
-user set it for their server), and never records or prints it.
+settled). With ``--agent-cache`` each model call goes through the agent
+cache (``agent_cache.py``). The provider key is not ours (principle 10):
+assay passes none of its own, never reads the value of ``OPENAI_API_KEY``
+(the SDK does, when the user set it for their server), and never records or
+prints it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
+from .agent_cache import FACET, ON, AgentCache
 from .base import (
     TargetOptions,
     TrialBroken,
@@ -31,11 +34,14 @@ from .base import (
     evidence,
 )
 from .chat import (
+    AskedCall,
     LoopOptions,
+    Reply,
     ask_tools,
     first_messages,
     output_of,
     parse_arguments,
+    read_reply,
     tool_content,
     tool_spec,
     tool_specs,
@@ -95,6 +101,10 @@ class OpenAITarget:
                                  steps="observed", tokens="observed",
                                  cost="inferred" if priced else "unavailable")
         self.facets = {"harness": "openai", "model": self.model}
+        #: ``--agent-cache``: replies kept and served by key; the run says so in its facets.
+        self.cache = AgentCache() if options.agent_cache else None
+        if self.cache is not None:
+            self.facets[FACET] = ON
         self._client: Any = None
         self._reported: str | None = None
         #: The MCP servers tool fixtures name (``mcp:``), connected when a trial first needs one.
@@ -126,21 +136,47 @@ class OpenAITarget:
             raise TrialBroken(str(exc)) from None
         return await _Conversation(self, request, loop).run()
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-                       loop: LoopOptions, model: str | None = None,
-                       effort: str | None = None) -> Any:
-        """One model call (``model``: a case's pin, else the URI's; ``effort``: a pinned
-        ``reasoning_effort``); server trouble breaks the trial, an unusable model the run."""
+    def body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             loop: LoopOptions, model: str | None = None,
+             effort: str | None = None) -> dict[str, Any]:
+        """The request of one model call (``model``: a case's pin, else the URI's;
+        ``effort``: a pinned ``reasoning_effort``)."""
+        body: dict[str, Any] = {"model": model or self.model, "messages": messages}
+        if tools:
+            body["tools"] = tools
+        if effort is not None:
+            body["reasoning_effort"] = effort
+        return {**body, **loop.sampling()}
+
+    async def ask(self, case_id: str, n: int, body: dict[str, Any]) -> tuple[Reply, bool]:
+        """One model call of trial ``n`` of a case: the reply, and whether the cache served it.
+
+        Without the cache this is ``complete``. With it, the reply kept under
+        the case, trial, model and request digest (the server's address
+        included) is served; else the server is called and its reply kept.
+        """
+        if self.cache is None:
+            return await self.complete(body), False
+        request = {**body, "server": self.identity().get("base_url")}
+        key = self.cache.key(case_id, n, body["model"], request)
+        kept = self.cache.get(key) if key is not None else None
+        if kept is not None:
+            self._note(kept, body["model"])
+            return kept, True
+        reply = await self.complete(body)
+        if key is not None:
+            self.cache.put(key, reply)
+        return reply, False
+
+    async def complete(self, body: dict[str, Any]) -> Reply:
+        """Send one request (``body``); server trouble breaks the trial, an unusable model
+        the run."""
         import openai
 
         assert self._client is not None, "start() first"
-        extra: dict[str, Any] = {"tools": tools} if tools else {}
-        if effort is not None:
-            extra["reasoning_effort"] = effort
-        asked = model or self.model
+        asked = body["model"]
         try:
-            reply = await self._client.chat.completions.create(
-                model=asked, messages=messages, **extra, **loop.sampling())
+            reply = await self._client.chat.completions.create(**body)
         except openai.APIStatusError as exc:
             if exc.status_code in _CANNOT_USE and (asked == self.model
                                                    or exc.status_code != 404):
@@ -161,11 +197,15 @@ class OpenAITarget:
                               f"{_short(str(exc))}") from None
         if not getattr(reply, "choices", None):
             raise TrialBroken("the server's reply has no choices")
-        reported = getattr(reply, "model", None)
-        if reported and self._reported is None and asked == self.model:
+        read = read_reply(reply)
+        self._note(read, asked)
+        return read
+
+    def _note(self, reply: Reply, asked: str) -> None:
+        """The run's ``model`` facet: the name the first reply to the URI's model reports."""
+        if reply.model and self._reported is None and asked == self.model:
             # The run's facet names the URI's model; a case's pin is that trial's alone.
-            self._reported = self.facets["model"] = str(reported)
-        return reply
+            self._reported = self.facets["model"] = reply.model
 
     async def close(self) -> None:
         """Close the SDK's connection pool and stop the fixtures' MCP servers."""
@@ -194,6 +234,7 @@ class _Conversation:
         self.target = target
         self.loop = loop
         self.case = request.case
+        self.n = request.n
         #: The model asked for: the case's pin, else the URI's.
         self.asked = request.case.model_for("openai") or target.model
         self.effort = request.case.effort_for("openai")
@@ -212,6 +253,8 @@ class _Conversation:
         self.priced = True
         self.model: str | None = None
         self.steps = 0
+        #: Model calls the agent cache answered (``--agent-cache``), not the server.
+        self.served = 0
         self._start = time.perf_counter()
         self._calls = 0
         # Should the server hang, the steps and calls so far are the trial's record.
@@ -227,14 +270,13 @@ class _Conversation:
             self.tools.extend(tool_spec(t.info.name, t.info.description, t.info.parameters)
                               for t in self.mcp.values())
         while self.steps < self.loop.max_steps:
-            reply = await self.target.complete(self.messages, self.tools, self.loop,
-                                               self.asked, self.effort)
+            body = self.target.body(self.messages, self.tools, self.loop, self.asked,
+                                    self.effort)
+            reply, served = await self.target.ask(self.case.id, self.n, body)
             self.steps += 1
+            self.served += served
             self._count(reply)
-            message = reply.choices[0].message
-            text: str | None = getattr(message, "content", None) or None
-            refusal: str | None = getattr(message, "refusal", None) or None
-            calls = list(getattr(message, "tool_calls", None) or [])
+            text, refusal, calls = reply.content, reply.refusal, reply.calls
             if text is not None:
                 self.events.append(Event(kind="message", text=text, t=self._t()))
             if refusal is not None:
@@ -246,13 +288,11 @@ class _Conversation:
         error = f"step limit: {self.steps} model calls without a final answer"
         return self._trace("timeout", None, self.steps, settled=False, error=error)
 
-    def _count(self, reply: Any) -> None:
-        model = str(getattr(reply, "model", "") or "") or None
+    def _count(self, reply: Reply) -> None:
+        model = reply.model
         self.model = self.model or model
-        usage = getattr(reply, "usage", None)
-        tokens_in = getattr(usage, "prompt_tokens", None)
-        tokens_out = getattr(usage, "completion_tokens", None)
-        if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):
+        tokens_in, tokens_out = reply.input_tokens, reply.output_tokens
+        if tokens_in is None or tokens_out is None:
             # The server said nothing of tokens: the trial's count is unknown, no cost either.
             self.counted = self.priced = False
             return
@@ -263,15 +303,13 @@ class _Conversation:
         self.usage = self.usage.add(Usage(input_tokens=tokens_in, output_tokens=tokens_out,
                                           cost_usd=cost))
 
-    async def _tool_turn(self, text: str | None, calls: list[Any]) -> None:
+    async def _tool_turn(self, text: str | None, calls: tuple[AskedCall, ...]) -> None:
         said: list[dict[str, Any]] = []
         answers: list[dict[str, Any]] = []
         for call in calls:
             self._calls += 1
-            function = getattr(call, "function", None)
-            name = str(getattr(function, "name", None) or "")
-            raw = getattr(function, "arguments", None)
-            call_id = str(getattr(call, "id", None) or f"call-{self._calls}")
+            name, raw = call.name, call.arguments
+            call_id = call.id or f"call-{self._calls}"
             said.append({"id": call_id, "type": "function",
                          "function": {"name": name, "arguments": raw or ""}})
             content = await self._answer(call_id, name, raw)
@@ -342,7 +380,10 @@ class _Conversation:
         given = dict(self.target.evidence)
         counted = self.counted and steps > 0
         priced = counted and self.priced
-        given["tokens"] = Evidence.OBSERVED if counted else Evidence.UNAVAILABLE
+        # A turn served from the agent cache spent nothing now: its tokens are the
+        # recorded call's, reported as the agent's usage but no longer observed.
+        given["tokens"] = (Evidence.UNAVAILABLE if not counted
+                           else Evidence.INFERRED if self.served else Evidence.OBSERVED)
         given["cost"] = Evidence.INFERRED if priced else Evidence.UNAVAILABLE
         usage = Usage(input_tokens=self.usage.input_tokens if counted else None,
                       output_tokens=self.usage.output_tokens if counted else None,
@@ -351,6 +392,8 @@ class _Conversation:
                   **case_facets(self.case, "openai")}
         if self.effort is not None:
             facets["effort"] = self.effort
+        if self.target.cache is not None:
+            facets[FACET] = f"served {self.served} of {steps} model calls"
         return Trace(output=output, status=status, error=error, events=list(self.events),
                      usage=usage, steps=steps, settled=settled,
                      duration_s=time.perf_counter() - self._start, facets=facets,

@@ -24,6 +24,7 @@ from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
 from .commands.receipt import receipt
+from .commands.rejudge import rejudge
 from .commands.replay import replay
 from .commands.run import run
 from .commands.stored import runs, show
@@ -84,6 +85,7 @@ for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay,
     main.add_command(_command)
 main.add_command(drift)
 main.add_command(pairwise)
+main.add_command(rejudge)
 
 
 if __name__ == "__main__":  # pragma: no cover

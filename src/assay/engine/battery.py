@@ -81,6 +81,8 @@ class BatteryOptions:
     trials: int | None = None
     timeout_s: float | None = None
     seed: int | None = None
+    #: The run whose recorded outputs this battery judges again (``assay rejudge``).
+    rejudge_of: str | None = None
 
 
 @dataclass
@@ -222,7 +224,7 @@ class Battery:
                              evidence=dict(self.target.evidence)),
             started_at=started_at, finished_at=stamp(finished),
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
-            seed=self.seed, interrupted=self.interrupted,
+            seed=self.seed, interrupted=self.interrupted, rejudge_of=self.options.rejudge_of,
         )
         return build_report(info, cases)
 

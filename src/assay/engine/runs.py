@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..model import Report
     from ..store.records import Holder
     from ..suites import LoadedSuite
+    from ..targets import Target
     from .battery import Resume, RunStart
     from .windows import Window
 
@@ -58,6 +59,8 @@ class RunSettings:
     window: Window | None = None
     #: Who judges the quality checks (``--judge``, ``--judge-base-url``, the judge cache).
     judges: JudgeOptions | None = None
+    #: The run whose recorded outputs this one judges again (``assay rejudge``).
+    rejudge_of: str | None = None
     #: ``--agent-cache``: the model calls of ``openai:`` targets are kept and served
     #: again (``targets.agent_cache``, docs/decisions/0033-agent-cache.md).
     agent_cache: bool = False
@@ -421,12 +424,12 @@ def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watche
 
 
 def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
-             recording: _Recording | None) -> RunResult:
+             recording: _Recording | None, target: Target | None = None) -> RunResult:
     from .windows import WindowTaken
 
     result = RunResult(suite_id=item.suite.id, target_uri=uri)
     try:
-        asyncio.run(_battery(item, uri, settings, watcher, recording, result))
+        asyncio.run(_battery(item, uri, settings, watcher, recording, result, target))
     except HarnessFailure as failure:
         result.harness_failure = str(failure)
     except WindowTaken as taken:
@@ -435,7 +438,8 @@ def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watche
 
 
 async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
-                   recording: _Recording | None, result: RunResult) -> None:
+                   recording: _Recording | None, result: RunResult,
+                   target: Target | None = None) -> None:
     # The report goes out through ``result``, not as the coroutine's return
     # value: on Python 3.11 asyncio.run formats its main task's repr (result
     # included) when it checks the SIGINT handler, which costs seconds for a
@@ -448,12 +452,14 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
 
     # Relative names resolve beside the suite file first, then in the working folder.
     cached = settings.agent_cache and caches_model_calls(uri)
-    target = make_target(uri, TargetOptions(base_dir=item.path.parent,
-                                            concurrency=settings.concurrency,
-                                            base_url=settings.base_url, call=item.suite.call,
-                                            agent_cache=cached))
+    if target is None:  # given: a rejudge's recorded outputs (engine.rejudge)
+        target = make_target(uri, TargetOptions(base_dir=item.path.parent,
+                                                concurrency=settings.concurrency,
+                                                base_url=settings.base_url, call=item.suite.call,
+                                                agent_cache=cached))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
-                             timeout_s=settings.timeout_s, seed=settings.seed)
+                             timeout_s=settings.timeout_s, seed=settings.seed,
+                             rejudge_of=settings.rejudge_of)
     resume = recording.resume if recording is not None else None
     panel = None
     from ..judging.panel import Panel, asks_opinions
@@ -468,6 +474,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         chosen: dict[str, Any] = {"trials": settings.trials, "timeout_s": settings.timeout_s}
         if cached:  # only when on: the options of runs without it stay as they were
             chosen["agent_cache"] = True
+        if settings.rejudge_of is not None:
+            chosen["rejudge_of"] = settings.rejudge_of
 
         def on_start(start: RunStart) -> None:
             if start.resumed:

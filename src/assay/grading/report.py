@@ -43,6 +43,7 @@ class RunInfo(BaseModel):
     pass_mark: float
     seed: int | None = None
     interrupted: bool = False
+    rejudge_of: str | None = None
 
 
 def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
@@ -79,6 +80,7 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
         cases=list(cases),
         interrupted=info.interrupted,
         seed=info.seed,
+        rejudge_of=info.rejudge_of,
     )
 
 

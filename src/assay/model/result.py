@@ -247,6 +247,9 @@ class Report(BaseModel):
     cases: list[CaseResult | HoldoutResult]
     interrupted: bool = False
     seed: int | None = None
+    #: ``assay rejudge``: the run whose recorded outputs this one judged again (the
+    #: agent was not called; ``cost.usd`` is what those outputs cost then).
+    rejudge_of: str | None = Field(default=None, exclude_if=lambda value: value is None)
     seal: dict[str, Any] | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -281,3 +281,34 @@ def test_a_rubric_scores_each_criterion_and_similar_measures_with_the_local_mode
     assert judge.calls == 2
     assert sum("Criterion: accuracy" in p for p in judge.prompts) == 1
     assert cases["scored"]["score"] == pytest.approx((0.8 + similar["score"]) / 2)
+
+
+def test_erasing_a_case_erases_what_its_judges_answered_and_its_reference(
+    project: Any, judge: JudgeServer,
+) -> None:
+    project.write("agent.py", AGENT)
+    project.write("evals/a.suite.yaml", suite(["good", "bad"]))
+    assert run(project, judge).code == 1
+    run_id = report(project)["run_id"]
+    db = sqlite3.connect(project.root / ".assay" / "assay.db")
+
+    def raw_blobs(case: str) -> list[bytes | None]:
+        found = []
+        for (content,) in db.execute(
+                "select b.content from opinions o join blobs b on b.digest = o.content_digest "
+                "where o.case_id = ?", (case,)):
+            raw = json.loads(content)["raw"]
+            found.append(db.execute("select content from blobs where digest = ?",
+                                    (raw,)).fetchone()[0])
+        return found
+
+    assert all(b"The answer was read" in (raw or b"") for raw in raw_blobs("good"))
+    done = project.assay("erase", "--subject", "good")
+    assert done.code == 0, done.err
+    db = sqlite3.connect(project.root / ".assay" / "assay.db")
+    assert raw_blobs("good") == [None]
+    assert all(raw is not None for raw in raw_blobs("bad"))
+    (suite_text,) = db.execute("select suite from runs where run_id = ?", (run_id,)).fetchone()
+    [good] = [c for c in json.loads(suite_text)["suite"]["cases"] if c["id"] == "good"]
+    assert good["expected"] is None
+    assert project.assay("ledger", "verify").code == 0

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
 DIGEST: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 #: Tables whose rows an erasure rewrites: the ones to vacuum afterwards.
-_TOUCHED: Final = ("blobs", "runs", "trials", "verdicts")
+_TOUCHED: Final = ("blobs", "runs", "trials", "verdicts", "opinions")
 
 
 @dataclass(frozen=True)
@@ -240,10 +240,36 @@ def _erase_case(connection: Connection, case_id: str, run_id: str | None) -> _Er
             .values(reason=""))
         if notes.rowcount or reasons.rowcount:
             changed.add(run)
-    erased = _blank_blobs(connection, {row.trace_digest for row in rows if row.trace_digest})
+    texts = _opinion_texts(connection, case_id, run_id)
+    erased = _blank_blobs(connection, {row.trace_digest for row in rows if row.trace_digest}
+                          | texts)
     # A trace shared with another run (identical bytes) is the same content: it
     # goes too, and that run is named as touched.
     return _Erased(changed | _runs_referencing(connection, erased), erased, reports)
+
+
+def _opinion_texts(connection: Connection, case_id: str, run_id: str | None) -> set[str]:
+    """The digests of what judges answered about the case (their raw answers quote it).
+
+    The opinions themselves (``judge-opinion`` contents: model, prompt digest,
+    tokens) stay: they are what was decided, and name the answers by digest only.
+    """
+    from .records import OPINION_TEXTS
+
+    o, b = schema.opinions.c, schema.blobs.c
+    query = (sa.select(b.content).join(schema.opinions, o.content_digest == b.digest)
+             .where(o.case_id == case_id))
+    if run_id is not None:
+        query = query.where(o.run_id == run_id)
+    found: set[str] = set()
+    for content in connection.scalars(query):
+        try:
+            data = json.loads(content) if content is not None else None
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            found.update(data[name] for name in OPINION_TEXTS if isinstance(data.get(name), str))
+    return found
 
 
 def _blank_suite(text: str | None, case_id: str) -> tuple[str | None, bool]:
@@ -261,6 +287,8 @@ def _blank_suite(text: str | None, case_id: str) -> tuple[str | None, bool]:
             continue
         hit = True
         case["input"] = None
+        if "expected" in case:  # the judges' reference is the case's content too
+            case["expected"] = None
         for assertion in case.get("expect", []):
             assertion["arg"] = None
             assertion["path"] = None

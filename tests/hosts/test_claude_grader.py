@@ -243,3 +243,43 @@ def test_a_model_name_is_never_read_as_a_flag() -> None:
     argv = ClaudeJudgeSettings("--dangerously-skip-permissions").argv("claude")
     assert argv[-1] == "--model=--dangerously-skip-permissions"
     assert "--dangerously-skip-permissions" not in argv
+
+
+def test_a_suite_judged_by_the_claude_host_through_a_whole_run(claude: Host) -> None:
+    """``judge: claude:MODEL`` in a suite: the battery asks the CLI and reads its answer."""
+    from assay.engine.runs import RunSettings, run_suites
+    from assay.judging.panel import JudgeOptions
+    from assay.suites import load_suite_file
+
+    (claude.root / "agent.py").write_text("def answer(prompt):\n    return 'Sorry, resending.'\n")
+    path = claude.root / "judged.suite.yaml"
+    path.write_text(textwrap.dedent(f"""
+        suite: demo/claude-judged@1
+        target: python:agent:answer
+        judge: claude:{MODEL}
+        cases:
+          - id: apology
+            input: parcel lost
+            expected: apologises
+            expect: [{{judge: {{criteria: apologises}}}}]
+    """))
+    claude.stub.reply(Turn([text("pass\nIt apologises.")], input_tokens=90, output_tokens=4))
+    import sys
+    sys.path.insert(0, str(claude.root))
+    try:
+        [result] = run_suites(lambda: [load_suite_file(path)], [], RunSettings(
+            judges=JudgeOptions(cache=False)), db=None, store=False)
+    finally:
+        sys.path.remove(str(claude.root))
+    assert result.report is not None, result.harness_failure
+    [case] = result.report.cases
+    assert case.outcome == "pass"
+    [trial] = case.trials
+    [verdict] = trial.verdicts
+    assert verdict.provenance.startswith("judge:") and verdict.outcome == "pass"
+    [opinion] = trial.opinions[0]
+    assert opinion.stream is not None and opinion.cost_observed
+    cost = result.report.cost
+    assert (cost.judge_calls, cost.judge_input_tokens, cost.judge_output_tokens) == (1, 90, 4)
+    # The CLI was asked with the pinned model.
+    assert any(MODEL in json.dumps(seen.body) for seen in claude.stub.seen)

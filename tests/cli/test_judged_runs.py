@@ -266,10 +266,17 @@ def test_a_rubric_scores_each_criterion_and_similar_measures_with_the_local_mode
             expect:
               - similar: {to: "The invoice total is 42.00 euros.", threshold: 0.6}
     """)
-    done = run(project, judge)
+    done = run(project, judge, "--markdown", "out.md", "--junit", "out.xml")
     assert done.code == 1, done.err
     cases = cases_of(report(project))
     rubric, similar = cases["scored"]["trials"][0]["verdicts"]
+    # The number is beside the outcome in every report, and the judges' cost apart.
+    score = f"{cases['scored']['score']:.2f}"
+    assert "score" in done.out and score in done.out and "judges: cost" in done.out
+    markdown = (project.root / "out.md").read_text()
+    assert "| score |" in markdown and f"| {score} |" in markdown
+    assert f'name="score" value="{cases["scored"]["score"]:.4f}"' in \
+        (project.root / "out.xml").read_text()
     assert (rubric["outcome"], rubric["score"]) == ("pass", 0.8)
     assert rubric["note"].startswith("scored 0.800 (passes at 0.7)")
     assert similar["outcome"] == "pass" and similar["score"] > 0.5

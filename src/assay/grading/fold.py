@@ -213,8 +213,11 @@ def _quality(trials: list[TrialResult]) -> list[RateSummary]:
                 threshold=tally.threshold,
                 outcome=outcome,
                 straddles=straddles(low, high, tally.threshold),
+                # What the opinions gave: their scores, else (a judge) the pass rate
+                # over the answers that decided; none when no answer decided.
                 score=(sum(tally.scores) / len(tally.scores) if tally.scores
-                       else rate if total else None),
+                       else tally.passed / (tally.passed + tally.failed)
+                       if tally.passed + tally.failed else None),
             )
         )
     return summaries

@@ -83,7 +83,8 @@ class RateSummary(BaseModel):
     outcome: Outcome
     straddles: bool
     #: A number for the check over its trials: the mean of what its opinions scored
-    #: (a rubric's weighted means, similarities), or, for a ``judge``, its pass rate.
+    #: (a rubric's weighted means, similarities), or, for a ``judge``, its pass rate over
+    #: the answers that decided (None when none did).
     score: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
 

@@ -25,6 +25,17 @@ def why(case: CaseResult | HoldoutResult) -> str:
     return case.reason or ""
 
 
+def has_scores(report: Report) -> bool:
+    """Whether any shown case has a number from opinions (a ``score`` column is then shown)."""
+    return any(getattr(case, "score", None) is not None for case in report.cases)
+
+
+def score_cell(case: CaseResult | HoldoutResult) -> str:
+    """A case's number from opinions (SPEC §9), or nothing (a hidden case shows none)."""
+    value = getattr(case, "score", None)
+    return "" if value is None else f"{value:.2f}"
+
+
 def verdict_line(report: Report) -> str:
     """``PASSED`` or ``NOT PASSED`` with why, in a few words."""
     s = report.scores

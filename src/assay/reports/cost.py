@@ -60,3 +60,14 @@ def usd_cell(cost: Cost) -> str:
     if cost.usd is None:
         return UNAVAILABLE
     return f"{_at_least(cost, 'cost')}{cost.usd:.4f}"
+
+
+def judge_cost_line(cost: Cost) -> str | None:
+    """The judges' spend, apart from the agent's (None when nothing was judged)."""
+    if cost.judge_calls is None and cost.judge_cached is None:
+        return None
+    usd = "unavailable" if cost.judge_usd is None else f"${cost.judge_usd:.4f}"
+    tokens = ("unavailable" if cost.judge_input_tokens is None
+              else f"{cost.judge_input_tokens:,} in / {cost.judge_output_tokens or 0:,} out")
+    return (f"judges: cost {usd} · tokens {tokens} · {cost.judge_calls or 0} asked, "
+            f"{cost.judge_cached or 0} from the judge cache")

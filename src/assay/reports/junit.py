@@ -65,6 +65,9 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
             ET.SubElement(element, tag, type=case.outcome)
         return
     element.set("time", f"{sum(t.duration_s for t in case.trials):.3f}")
+    if case.score is not None:  # the number opinions gave, beside the outcome (SPEC §9)
+        properties = ET.SubElement(element, "properties")
+        ET.SubElement(properties, "property", name="score", value=f"{case.score:.4f}")
     if case.outcome == "pass":
         return
     tag = "error" if case.outcome == "broken" else "failure"

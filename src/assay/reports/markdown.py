@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import pct, verdict_line, why, write_file
-from .cost import tokens_text, usd_text
+from .common import has_scores, pct, score_cell, verdict_line, why, write_file
+from .cost import judge_cost_line, tokens_text, usd_text
 from .safe import markdown_code, markdown_text
 
 if TYPE_CHECKING:
@@ -41,14 +41,22 @@ def markdown(reports: list[Report]) -> str:
         ]
         if s.flags:
             out += ["Flags: " + ", ".join(markdown_code(flag) for flag in s.flags), ""]
-        out += ["| case | split | outcome | pass@1 | pass^k | why |", "|---|---|---|---|---|---|"]
+        judged = judge_cost_line(report.cost)
+        if judged:
+            out += [markdown_text(judged), ""]
+        scored = has_scores(report)
+        score_head, score_rule = (" score |", "---|") if scored else ("", "")
+        out += [f"| case | split | outcome | pass@1 | pass^k |{score_head} why |",
+                f"|---|---|---|---|---|{score_rule}---|"]
         for case in report.cases:
+            score = f" {score_cell(case)} |" if scored else ""
             if isinstance(case, CaseResult):
                 out.append(f"| {markdown_text(case.id)} | {case.split} | {case.outcome} | "
-                           f"{case.pass_at_1:.2f} | {case.pass_hat_k:.2f} | "
+                           f"{case.pass_at_1:.2f} | {case.pass_hat_k:.2f} |{score} "
                            f"{markdown_text(why(case), limit=MAX_WHY)} |")
             else:
-                out.append(f"| {markdown_text(case.id)} | hidden | {case.outcome} | | | |")
+                out.append(f"| {markdown_text(case.id)} | hidden | {case.outcome} | | |"
+                           f"{' |' if scored else ''} |")
         out.append("")
     return "\n".join(out)
 

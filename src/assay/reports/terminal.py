@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
-from .common import pct, verdict_line, why
-from .cost import cost_line, usd_cell
+from .common import has_scores, pct, score_cell, verdict_line, why
+from .cost import cost_line, judge_cost_line, usd_cell
 from .safe import inert, shown
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ def print_report(console: Console, report: Report) -> None:
     table.add_column("outcome")
     table.add_column("pass@1", justify="right")
     table.add_column("pass^k", justify="right")
+    scored = has_scores(report)
+    if scored:  # only when opinions gave numbers: other tables keep their columns
+        table.add_column("score", justify="right")
     table.add_column("why", overflow="fold")
     interesting = [c for c in report.cases if c.outcome != "pass"]
     listed = report.cases if len(report.cases) <= MAX_ROWS else interesting[:MAX_ROWS]
@@ -42,10 +45,12 @@ def print_report(console: Console, report: Report) -> None:
         outcome = Text(case.outcome, style=STYLE[case.outcome])
         name = shown(case.id, one_line=True)
         if isinstance(case, CaseResult):
+            extra = [score_cell(case)] if scored else []
             table.add_row(name, case.split, outcome, f"{case.pass_at_1:.2f}",
-                          f"{case.pass_hat_k:.2f}", shown(why(case), one_line=True, limit=MAX_WHY))
+                          f"{case.pass_hat_k:.2f}", *extra,
+                          shown(why(case), one_line=True, limit=MAX_WHY))
         else:
-            table.add_row(name, "hidden", outcome, "", "", "")
+            table.add_row(name, "hidden", outcome, "", "", *([""] if scored else []), "")
     console.print(table)
     if len(listed) < len(report.cases):
         console.print(f"… {len(report.cases) - len(listed)} more case(s) passed, not listed")
@@ -72,6 +77,9 @@ def print_scores(console: Console, report: Report) -> None:
         console.print(f"pass@1 public {rel.pass_at_1:.3f}{se} · {report.trials_per_case} "
                       f"trial(s) per case: {report.evidence} evidence")
     console.print(f"{cost_line(report.cost)} · run {report.run_id}", markup=False)
+    judged = judge_cost_line(report.cost)
+    if judged:
+        console.print(judged, markup=False)
     if s.flags:
         flags = Text("flags: ")
         for i, flag in enumerate(s.flags):

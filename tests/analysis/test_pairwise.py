@@ -93,7 +93,6 @@ def test_runs_of_two_suites_are_refused() -> None:
     ("change", "message"),
     [({"criteria": "  "}, "--criteria is empty"),
      ({"run_b": "A"}, "the same run"),
-     ({"judge": JudgeRef("claude", "claude-sonnet-4-5")}, "not supported here yet"),
      ({"base_url": None}, "--judge-base-url URL or set ASSAY_JUDGE_BASE_URL"),
      ({"seed": -1}, "--seed must be between 0 and"),
      ({"concurrency": 0}, "--concurrency must be 1 or more")],

@@ -343,8 +343,8 @@ def test_bad_usage_is_one_line_and_exit_2(setup: Setup, monkeypatch: pytest.Monk
          "no judge server: give --judge-base-url URL or set ASSAY_JUDGE_BASE_URL"),
         ((a, b, "--criteria", "x"), False, "no judge: give --judge openai:MODEL or set "
                                            "ASSAY_JUDGE"),
-        ((a, b, "--criteria", "x", "--judge", "claude:claude-sonnet-4-5",
-          "--judge-base-url", "http://127.0.0.1:9/v1"), False, "is not supported here yet"),
+        ((a, b, "--criteria", "x", "--judge", "claude"), False,
+         "the claude judge is pinned to one model"),
         ((a, b, "--criteria", "x", "--judge", "gpt", "--judge-base-url",
           "http://127.0.0.1:9/v1"), False, "--judge: 'gpt' is not a judge"),
         ((a, b, "--criteria", "x", "--judge", "openai:m", "--judge-base-url", "ftp://x"),

@@ -283,3 +283,46 @@ def test_a_suite_judged_by_the_claude_host_through_a_whole_run(claude: Host) -> 
     assert (cost.judge_calls, cost.judge_input_tokens, cost.judge_output_tokens) == (1, 90, 4)
     # The CLI was asked with the pinned model.
     assert any(MODEL in json.dumps(seen.body) for seen in claude.stub.seen)
+
+
+def test_pairwise_judged_by_the_claude_host(claude: Host) -> None:
+    """``assay pairwise --judge claude:MODEL``: the CLI picks between two stored runs' outputs."""
+    import sys
+
+    from assay.analysis.pairwise import PairwiseOptions, pairwise
+    from assay.engine.runs import RunSettings, run_suites
+    from assay.judging.judges import JudgeRef
+    from assay.store.database import open_store
+    from assay.suites import load_suite_file
+
+    db = f"sqlite:///{claude.root / 'store.db'}"
+    path = claude.root / "plain.suite.yaml"
+    path.write_text(textwrap.dedent("""
+        suite: demo/paired@1
+        cases:
+          - {id: apology, input: parcel lost, expect: [{status: ok}]}
+    """))
+    run_ids = []
+    sys.path.insert(0, str(claude.root))
+    try:
+        for name, reply in (("agent_a", "Not our problem."), ("agent_b", "Sorry, resending.")):
+            (claude.root / f"{name}.py").write_text(
+                f"def answer(prompt):\n    return {reply!r}\n")
+            [result] = run_suites(lambda: [load_suite_file(path)], [f"python:{name}:answer"],
+                                  RunSettings(), db=db)
+            assert result.report is not None, result.harness_failure
+            run_ids.append(result.report.run_id)
+    finally:
+        sys.path.remove(str(claude.root))
+    claude.stub.reply(Turn([text("B\nIt apologises.")], input_tokens=50, output_tokens=3))
+    store = open_store(db)
+    try:
+        found = pairwise(store, PairwiseOptions(run_ids[0], run_ids[1], "the kinder reply",
+                                                JudgeRef("claude", MODEL), None, seed=7))
+    finally:
+        store.close()
+    [row] = found.rows
+    assert row.first is not None
+    # The stub always answers "B": the output shown second, whichever run that was.
+    assert row.choice == ("b" if row.first == "a" else "a")
+    assert (found.cost.calls, found.cost.input_tokens) == (1, 50)

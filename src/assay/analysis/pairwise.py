@@ -84,10 +84,7 @@ class PairwiseOptions:
         if self.run_a == self.run_b:
             raise UsageError(f"RUN_A and RUN_B are the same run ({self.run_a}): "
                              "give two runs to compare")
-        if self.judge.kind != "openai":
-            raise UsageError(f"pairwise asks a judge behind an OpenAI-compatible server "
-                             f"(openai:MODEL); {self.judge.uri} is not supported here yet")
-        if not self.base_url:
+        if self.judge.kind == "openai" and not self.base_url:
             raise UsageError(f"no judge server: give --judge-base-url URL or set "
                              f"{ENV_BASE_URL} (an OpenAI-compatible server, such as "
                              "http://127.0.0.1:8000/v1)")
@@ -364,15 +361,27 @@ def entry_content(p: Pair, answer: PairwiseAnswer, choice: Choice | None, opinio
 # --- asking -------------------------------------------------------------------------
 
 async def ask_all(prompts: Sequence[str], settings: JudgeSettings, digest: str,
-                  concurrency: int) -> list[Opinion]:
+                  concurrency: int, kind: str = "openai") -> list[Opinion]:
     """One opinion per prompt, in order, at most ``concurrency`` calls at once. Never raises
-    but on cancellation (``client.ask`` makes every failure an opinion)."""
+    but on cancellation (``client.ask`` and ``ask_claude`` make every failure an opinion).
+
+    ``kind`` ``claude``: the installed ``claude`` CLI answers, pinned to the model.
+    """
+    from ..judging.claude_grader import ClaudeJudgeSettings, ask_claude
     from ..judging.client import ask, make_client
     from ..targets.prices import load_prices
 
+    gate = asyncio.Semaphore(concurrency)
+    if kind == "claude":
+        host = ClaudeJudgeSettings(model=settings.model, timeout_s=settings.timeout_s)
+
+        async def by_host(prompt: str) -> Opinion:
+            async with gate:
+                return await ask_claude(host, prompt, prompt_digest=digest)
+
+        return list(await asyncio.gather(*(by_host(p) for p in prompts)))
     prices = load_prices()
     client = make_client(settings)
-    gate = asyncio.Semaphore(concurrency)
 
     async def one(prompt: str) -> Opinion:
         async with gate:
@@ -392,9 +401,10 @@ def pairwise(store: Store, options: PairwiseOptions) -> PairwiseResult:
     from ..store.opinions import raw_blob, seal_opinions
 
     options.check()
-    assert options.base_url is not None
     try:
-        settings = JudgeSettings(model=options.judge.model, base_url=options.base_url)
+        # A claude judge has no server: the settings only carry its model and timeout.
+        settings = JudgeSettings(model=options.judge.model,
+                                 base_url=options.base_url or "http://127.0.0.1/unused")
     except ValueError as error:
         raise UsageError(str(error)) from None
     seed = options.seed if options.seed is not None else random.SystemRandom().getrandbits(32)
@@ -406,7 +416,7 @@ def pairwise(store: Store, options: PairwiseOptions) -> PairwiseResult:
     digest = prompt_digest(options.template, parameters)
     asked = [p for p in pairing.pairs if p.first is not None]
     opinions = asyncio.run(ask_all([p.prompt(options.template, criteria) for p in asked],
-                                   settings, digest, options.concurrency))
+                                   settings, digest, options.concurrency, options.judge.kind))
 
     contents: list[dict[str, Any]] = []
     raws: dict[str, bytes] = {}

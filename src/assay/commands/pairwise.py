@@ -19,7 +19,7 @@ from .common import DB_OPTION, EXIT_HARNESS, STDOUT, fail, write_output
               help="What makes one output better than the other, as the judge is told "
                    "(required).")
 @click.option("--judge", "judge_uri", metavar="URI",
-              help="The judge, openai:MODEL (default: $ASSAY_JUDGE).")
+              help="The judge, openai:MODEL or claude:MODEL (default: $ASSAY_JUDGE).")
 @click.option("--judge-base-url", metavar="URL",
               help="The judge's OpenAI-compatible server, such as http://127.0.0.1:8000/v1 "
                    "(default: $ASSAY_JUDGE_BASE_URL).")

@@ -152,10 +152,17 @@ def test_another_judge_or_no_cache_asks_again_and_a_new_bar_changes_the_verdict(
     assert outcomes(data)["flaky"] == "fail"
     assert {q["threshold"] for c in data["cases"] for q in c["quality"]} == {0.9}
 
-    done = assay(project, judge, "rejudge", run_id, "--judge", "openai:other-judge")
+    done = assay(project, judge, "rejudge", run_id, "--judge", "openai:other-judge",
+                 "--json", "other.json")
     assert done.code == 1, done.err
     assert judge.calls == 12  # another judge: asked
     assert {b["model"] for b in judge.bodies[6:]} == {"other-judge"}
+    # Opinions of another judge are not compared as if they were the same judge's.
+    other = first(project.root / "other.json")["run_id"]
+    compared = project.assay("compare", run_id, other, "--json", "-")
+    rows = json.loads(compared.out)["rows"]
+    assert {r["alignment"] for r in rows} == {"non-comparable"}
+    assert all(r["differs"] == ["judge"] for r in rows)
     done = assay(project, judge, "rejudge", run_id, "--no-judge-cache")
     assert judge.calls == 18
     assert agent.calls == 6

@@ -13,7 +13,7 @@ import random
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
@@ -300,6 +300,8 @@ class Battery:
         try:
             try:
                 opinions = await self.panel.opinions(slot.request.case, slot.request.n, trace)
+            except Exception as exc:  # a fault of ours in asking: said, never a lost trial
+                opinions = _unasked(slot.request.case, f"judging failed ({type(exc).__name__})")
             except asyncio.CancelledError:
                 self._finish(slot, fold_trial(slot.request.n, verdicts,
                                               duration_s=trace.duration_s, usage=trace.usage,
@@ -335,3 +337,18 @@ class Battery:
     def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
         return fold_trial(slot.request.n, [], broken=True, reason=reason,
                           duration_s=self.clock.monotonic() - began, trace=None)
+
+
+def _unasked(case: Case, why: str) -> dict[int, list[Any]]:
+    """Opinions that say why none was given, one per answer each quality check needs."""
+    from ..judging.opinion import Opinion
+
+    found: dict[int, list[Any]] = {}
+    for position, assertion in enumerate(case.expect):
+        if assertion.check in ("judge", "rubric", "similar"):
+            criteria = assertion.arg.get("criteria") if assertion.check == "rubric" \
+                and isinstance(assertion.arg, dict) else None
+            count = len(criteria) if isinstance(criteria, list) and criteria else 1
+            found[position] = [Opinion(raw=None, model="unknown", prompt_digest="", error=why)
+                               for _ in range(count)]
+    return found

@@ -17,8 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval>=2026.3.23'
 	touch $(STAMP)
 
-# The support example's model is a scripted OpenAI-compatible server on
-# loopback: examples/support/stub_model.py serves it while the command after -- runs.
+# The support example's model and the helpdesk example's judge are scripted
+# OpenAI-compatible servers on loopback: examples/support/stub_model.py serves
+# them while the command after -- runs.
 # The MCP examples start their servers with `python` from PATH: the venv's comes first.
 demo: $(STAMP)
 	$(BIN)/assay list examples/
@@ -52,6 +53,31 @@ demo: $(STAMP)
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1 || exit 1; \
 	  $(BIN)/assay gate $$tuned --baseline $$honest --json out/gate.json; \
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+	@echo
+	@echo "== Judged checks: the helpdesk suite's run above (judge, rubric and similar, beside"
+	@echo "== not_contains) judged again by assay rejudge. The agent is not called and every"
+	@echo "== answer comes from the judge cache: expect the same outcomes, PASSED at its pass"
+	@echo "== mark 0.7 with two cases failed, exit 0, and judge_calls 0 (judge_cached 66)."
+	@helpdesk=$$($(BIN)/python -c 'import json; print(next(d["run_id"] for d in map(json.loads, open("out/demo.json")) if d["suite"]["id"] == "demo/helpdesk.replies@1"))'); \
+	  $(BIN)/python examples/support/stub_model.py -- \
+	  $(BIN)/assay rejudge $$helpdesk --json out/rejudge.json; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 0 || exit 1; \
+	  $(BIN)/python -c 'import json, sys; c = json.load(open("out/rejudge.json"))["cost"]; print("cost.judge_calls", c["judge_calls"], "· cost.judge_cached", c["judge_cached"]); sys.exit(c["judge_calls"] != 0)'
+	@echo
+	@echo "== The helpdesk agent's next version (reply_v2) on the same suite: every case passes,"
+	@echo "== exit 0. Then assay pairwise asks the judge which run's replies are better, trial"
+	@echo "== by trial (every row in out/pairwise.txt): expect B, the new version, preferred in"
+	@echo "== all 7 decisive comparisons (the rest are ties: the same reply), exit 0."
+	@$(BIN)/python examples/support/stub_model.py -- \
+	  $(BIN)/assay run examples/helpdesk --target python:helpdesk_agent:reply_v2 --json out/helpdesk-v2.json; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 0 || exit 1; \
+	  old=$$($(BIN)/python -c 'import json; print(next(d["run_id"] for d in map(json.loads, open("out/demo.json")) if d["suite"]["id"] == "demo/helpdesk.replies@1"))'); \
+	  new=$$($(BIN)/python -c 'import json; print(json.load(open("out/helpdesk-v2.json"))["run_id"])'); \
+	  COLUMNS=200 $(BIN)/python examples/support/stub_model.py -- \
+	  $(BIN)/assay pairwise $$old $$new --judge openai:judge-stub --seed 1 --json out/pairwise.json \
+	    --criteria "The better reply apologises, offers a concrete remedy and promises nothing policy forbids." \
+	    > out/pairwise.txt; \
+	  code=$$?; grep -E '^(B over A|judge cost)' out/pairwise.txt; echo "exit code $$code"; test $$code -eq 0
 
 $(HOSTS): tests/hosts/package.json tests/hosts/package-lock.json tests/hosts/install.sh
 	tests/hosts/install.sh

@@ -5,10 +5,14 @@ decides the next reply by fixed rules, so a battery against it is offline and
 deterministic, and its replies go over the wire in the shape
 ``POST /v1/chat/completions`` really has (``choices[0].message.tool_calls``,
 ``usage``, ``model``). The support example runs against ``support_bot``;
+the helpdesk example's judge, ``judge-stub``, is ``grader``, a rule-based
+grader of support replies, on a server of its own (as a real judge would be,
+and so the support model's server sees exactly the requests it saw before);
 assay's tests script their own replies with ``by_prompt``.
 
-Run a command with the server up (it gets ``ASSAY_OPENAI_BASE_URL`` and, unless
-set, ``ASSAY_PRICES`` pointing at this folder's price list)::
+Run a command with both servers up (it gets ``ASSAY_OPENAI_BASE_URL`` and,
+unless set, ``ASSAY_JUDGE_BASE_URL`` and ``ASSAY_PRICES`` pointing at this
+folder's price list)::
 
     python examples/support/stub_model.py -- assay run examples/support
 
@@ -149,6 +153,80 @@ def support_bot(body: dict[str, Any]) -> Turn:
     return {"content": "I can help with orders and refunds: what is your customer number?"}
 
 
+# --- the helpdesk example's judge ---------------------------------------------
+#
+# ``judge-stub`` is not a model either: it reads the prompt assay sends a judge
+# (src/assay/judging/templates.py, and the pairwise one) and grades the answer
+# between the marker lines by a few fixed rules about support replies. It
+# answers in assay's form: a first line ``pass``/``fail``, a score 0-10 or
+# ``A``/``B``/``tie``, then one line saying what decided it (never quoting the
+# answer).
+
+JUDGE_MODEL = "judge-stub"
+
+_APOLOGY = ("sorry", "apologi")
+_REMEDY = ("resend", "replacement", "refund", "exchange", "return label", "cancelled",
+           "updated", "claim with")
+_BLAME = ("not our responsibility", "next time", "your fault", "so it was delivered")
+_PROMISE = ("voucher", "discount", "free order", "guarantee")
+_TONE = ("tone", "courte", "polite")
+
+
+def _between(prompt: str, start: str, end: str) -> str | None:
+    if start not in prompt:
+        return None
+    return prompt.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def _traits(answer: str) -> dict[str, str | None]:
+    """The first word of each kind the answer holds (``None`` when it holds none)."""
+    text = answer.lower()
+    return {kind: next((w for w in words if w in text), None) for kind, words in (
+        ("apology", _APOLOGY), ("remedy", _REMEDY), ("blame", _BLAME), ("promise", _PROMISE))}
+
+
+def _merit(answer: str) -> int:
+    """Points for a pairwise comparison: apology 1, remedy 2, blame -2, a forbidden promise -3."""
+    t = _traits(answer)
+    return ((t["apology"] is not None) + 2 * (t["remedy"] is not None)
+            - 2 * (t["blame"] is not None) - 3 * (t["promise"] is not None))
+
+
+def grader(body: dict[str, Any]) -> Turn:
+    """``judge-stub``: a judge's, a rubric criterion's or a pairwise answer, by rule."""
+    prompt = first_user_text(body)
+    first = _between(prompt, "----- OUTPUT A -----", "----- OUTPUT B -----")
+    second = _between(prompt, "----- OUTPUT B -----", "----- END OF OUTPUTS -----")
+    if first is not None and second is not None:
+        a, b = _merit(first), _merit(second)
+        choice = "A" if a > b else "B" if b > a else "tie"
+        return {"content": f"{choice}\nby the rules: {a} points for A, {b} for B "
+                           "(apology 1, remedy 2, blame -2, a forbidden promise -3)"}
+    answer = _between(prompt, "----- BEGIN ANSWER -----", "----- END ANSWER -----")
+    if answer is None:
+        return {"status": 400}  # not a prompt this grader can read
+    t = _traits(answer)
+    asked = prompt.split("----- BEGIN ANSWER -----", 1)[0]  # the answer may say anything
+    criterion = re.search(r"^Criterion: (.*)\n(.*)$", asked, re.MULTILINE)
+    if criterion is None:  # judge: pass or fail
+        if t["blame"]:
+            return {"content": f"fail\nblames the customer (\"{t['blame']}\")"}
+        if not t["apology"]:
+            return {"content": "fail\nno apology for the customer's trouble"}
+        if not t["remedy"]:
+            return {"content": "fail\nno remedy or next step offered"}
+        return {"content": f"pass\napologises and offers a remedy ({t['remedy']})"}
+    if any(word in " ".join(criterion.groups()).lower() for word in _TONE):
+        if t["blame"]:
+            return {"content": f"1\nblames the customer (\"{t['blame']}\")"}
+        if t["apology"]:
+            return {"content": "9\ncourteous, and apologises"}
+        return {"content": "4\ncorrect but curt: no apology"}
+    if t["remedy"]:
+        return {"content": f"9\na concrete remedy ({t['remedy']})"}
+    return {"content": "2\nno remedy or next step"}
+
+
 # --- the server ----------------------------------------------------------------
 
 
@@ -259,21 +337,26 @@ class StubServer:
 
 
 def main(argv: list[str]) -> int:
-    """``[--port N] [-- COMMAND …]``: run COMMAND with the server up, or serve until ^C."""
+    """``[--port N] [-- COMMAND …]``: run COMMAND with the servers up, or serve until ^C.
+
+    ``--port`` is the support model's; the judge takes a free port.
+    """
     command: list[str] = []
     if "--" in argv:
         at = argv.index("--")
         argv, command = argv[:at], argv[at + 1:]
     port = int(argv[argv.index("--port") + 1]) if "--port" in argv else 0
-    with StubServer(support_bot, port) as server:
+    with StubServer(support_bot, port) as server, StubServer(grader) as judge:
         if not command:
-            print(f"serving a scripted model at {server.url} (^C stops)", flush=True)
+            print(f"serving a scripted model at {server.url} and the judge {JUDGE_MODEL} at "
+                  f"{judge.url} (^C stops)", flush=True)
             try:
                 threading.Event().wait()
             except KeyboardInterrupt:
                 pass
             return 0
         env = dict(os.environ, ASSAY_OPENAI_BASE_URL=server.url)
+        env.setdefault("ASSAY_JUDGE_BASE_URL", judge.url)
         env.setdefault("ASSAY_PRICES", str(Path(__file__).with_name("prices.yaml")))
         return subprocess.run(command, env=env, check=False).returncode
 

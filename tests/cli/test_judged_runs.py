@@ -169,6 +169,23 @@ def test_a_rerun_is_served_from_the_judge_cache_and_costs_no_judge_call(
     assert judge.calls == 8
 
 
+def test_the_judges_answers_are_priced_from_the_users_price_table(
+    project: Any, judge: JudgeServer,
+) -> None:
+    project.write("agent.py", AGENT)
+    project.write("evals/a.suite.yaml", suite(["good", "bad"]))
+    # The served model is judge-model-2025: its price, as for an agent's model.
+    project.write("prices.yaml", "judge-model-2025: {input: 1.0, output: 2.0}\n")
+    assert run(project, judge, env={"ASSAY_PRICES": "prices.yaml"}).code == 1
+    cost = report(project)["cost"]
+    assert cost["judge_usd"] == pytest.approx(2 * (100 * 1.0 + 5 * 2.0) / 1e6)
+    # A bad price file is told before anything runs, as for an openai: agent.
+    project.write("prices.yaml", "judge-model-2025: free\n")
+    done = run(project, judge, "--no-judge-cache", env={"ASSAY_PRICES": "prices.yaml"})
+    assert done.code == 2 and "ASSAY_PRICES" in done.err and "Traceback" not in done.err
+    assert judge.calls == 2
+
+
 def test_a_judged_suite_without_a_judge_or_its_server_is_refused_before_running(
     project: Any, judge: JudgeServer,
 ) -> None:

@@ -357,9 +357,13 @@ def _judge_options(settings: RunSettings) -> JudgeOptions:
     from dataclasses import replace
 
     from ..judging.panel import JudgeOptions
+    from ..targets.prices import load_prices
 
     given = settings.judges or JudgeOptions()
-    return replace(given, concurrency=settings.concurrency)
+    # The judges' answers are priced like the agent's: the shipped table plus the
+    # user's ASSAY_PRICES (a bad file is a usage error here, before anything runs).
+    prices = given.prices if given.prices is not None else load_prices(dict(given.env))
+    return replace(given, concurrency=settings.concurrency, prices=prices)
 
 
 def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSettings) -> None:

@@ -155,7 +155,7 @@ def test_the_opinion_reads_into_a_verdict(embedder: Embedder, threshold: float,
                                           outcome: str) -> None:
     assertion = Assertion(check="similar", arg={"to": REFERENCE, "threshold": threshold})
     opinion = measure(embedder, REFERENCE, "Apologies, we'll ship your package again today")
-    judgement = read_opinions(assertion, [opinion])
+    judgement = read_opinions(assertion, None, [opinion])
     assert judgement.outcome == outcome
     assert judgement.score == pytest.approx(float(opinion.raw or "nan"))
     assert judgement.provenance == f"similar:{embedder.model_id}"
@@ -163,7 +163,7 @@ def test_the_opinion_reads_into_a_verdict(embedder: Embedder, threshold: float,
 
 def test_a_failed_measure_reads_as_inconclusive(embedder: Embedder) -> None:
     assertion = Assertion(check="similar", arg={"to": REFERENCE, "threshold": 0.5})
-    judgement = read_opinions(assertion, [measure(embedder, REFERENCE, [_Unprintable()])])
+    judgement = read_opinions(assertion, None, [measure(embedder, REFERENCE, [_Unprintable()])])
     assert judgement.outcome == "inconclusive"
     assert "unexpected RuntimeError" in judgement.note
 

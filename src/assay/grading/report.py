@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..model.evidence import Evidence
 from ..model.result import (
+    Adaptive,
     CaseResult,
     Cost,
     HoldoutResult,
@@ -43,6 +44,8 @@ class RunInfo(BaseModel):
     pass_mark: float
     seed: int | None = None
     interrupted: bool = False
+    #: An ``--adaptive`` run's cap (None: each case ran its configured trials).
+    adaptive: Adaptive | None = None
 
 
 def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
@@ -66,6 +69,7 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
         started_at=info.started_at,
         finished_at=info.finished_at,
         trials_per_case=info.trials_per_case,
+        adaptive=info.adaptive,
         evidence=evidence_level(cases),
         scores=scores,
         counts=split_counts(cases),

@@ -56,6 +56,8 @@ class RunOptions:
     judge_base_url: str | None = None
     judge_cache: bool = True
     agent_cache: bool = False
+    adaptive: bool = False
+    max_trials: int | None = None
 
 
 @click.command()
@@ -69,6 +71,15 @@ class RunOptions:
                    "own run, shown side by side.")
 @click.option("--trials", type=click.IntRange(min=1),
               help="Run each case N times (instead of the suite's or the case's trials).")
+@click.option("--adaptive", is_flag=True,
+              help="Give each case with a quality check (judge, rubric, similar) more trials, "
+                   "one at a time, while a check's 95% interval straddles its threshold, and "
+                   "stop as soon as none does: from the case's trials (--trials N, at least 3) "
+                   "up to --max-trials. Cases with binary checks only run their trials as "
+                   "usual.")
+@click.option("--max-trials", type=click.IntRange(min=1), metavar="N",
+              help="With --adaptive: the most trials a case runs (default: 30). A case that "
+                   "still straddles there is reported so.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
               help="Run at most N trials at once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
@@ -159,6 +170,7 @@ def _exit(code: int) -> None:
 
 def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     from ..engine.runs import RunSettings
+    from ..grading.adaptive import DEFAULT_MAX_TRIALS
     from ..judging.panel import JudgeOptions
 
     judges = JudgeOptions(judge=options.judge, base_url=options.judge_base_url,
@@ -166,7 +178,34 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
                        base_url=options.base_url, window=window, judges=judges,
-                       agent_cache=options.agent_cache)
+                       agent_cache=options.agent_cache, adaptive=options.adaptive,
+                       max_trials=options.max_trials or DEFAULT_MAX_TRIALS)
+
+
+def _check_adaptive(options: RunOptions) -> None:
+    """Refuse what ``--adaptive`` and ``--max-trials`` cannot go with (exit 2).
+
+    ``--max-trials`` only with ``--adaptive``; neither with ``--resume`` (the
+    run's options say how it goes on). With ``--adaptive``, ``--trials N`` is
+    where each adaptive case starts (at least 3: fewer is smoke evidence), so
+    it cannot be above the cap, where the case must stop
+    (docs/decisions/0036-adaptive-runs.md).
+    """
+    from ..grading.adaptive import DEFAULT_MAX_TRIALS
+
+    if options.resume and (options.adaptive or options.max_trials is not None):
+        raise UsageError("--adaptive and --max-trials were fixed when the run was registered; "
+                         "a resume takes them from the store")
+    if not options.adaptive:
+        if options.max_trials is not None:
+            raise UsageError("--max-trials caps the trials of an --adaptive run: "
+                             "give --adaptive too")
+        return
+    cap = options.max_trials or DEFAULT_MAX_TRIALS
+    if options.trials is not None and options.trials > cap:
+        raise UsageError(f"--trials {options.trials} is more than the {cap} trials an "
+                         "--adaptive case may run (--max-trials): raise --max-trials, or "
+                         "start lower")
 
 
 def _window(options: RunOptions) -> Window | None:
@@ -206,6 +245,7 @@ def _run(options: RunOptions) -> int:
     from ..engine.runs import open_sink
 
     window = _window(options)
+    _check_adaptive(options)
 
     # The store's writer forks first, before this process imports what a run
     # needs: it imports its database libraries on the other core meanwhile,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,15 +19,29 @@ from typing import TYPE_CHECKING, Any
 from ..checks import grade_trace, lookup
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
+from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
 from ..grading.fold import BINARY_FAMILIES
-from ..model import Case, CaseResult, Report, SuiteRef, TargetRef, Trace, TrialResult, Verdict
+from ..model import (
+    Adaptive,
+    Case,
+    CaseResult,
+    Report,
+    SuiteRef,
+    TargetRef,
+    Trace,
+    TrialResult,
+    Verdict,
+)
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
 from .clock import Clock, SystemClock, stamp
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..judging.panel import Panel
+    from ..model.fixture import ToolFixture
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
 OnTrial = Callable[[str], None]
@@ -83,6 +98,16 @@ class BatteryOptions:
     seed: int | None = None
     #: The run whose recorded outputs this battery judges again (``assay rejudge``).
     rejudge_of: str | None = None
+    #: ``--adaptive``: a case with quality checks starts at ``first_trials`` and adds
+    #: one trial at a time while ``grading.adaptive.case_adds_trial`` says so.
+    adaptive: bool = False
+    #: ``--max-trials``: the most trials an adaptive case runs.
+    max_trials: int = DEFAULT_MAX_TRIALS
+
+
+def has_quality(case: Case) -> bool:
+    """Whether the case has a quality check (judge, rubric, similar): one ``--adaptive`` adapts."""
+    return any((c := lookup(a.check)) is not None and c.family == "quality" for a in case.expect)
 
 
 @dataclass
@@ -129,8 +154,11 @@ class Battery:
         self.target_digest = ""
         self._plan: list[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
+        #: Workers whose loop has not ended (an adaptive run starts more when trials are added).
+        self._live = 0
+        #: An adaptive run's trials not yet taken by a worker (grows as cases add trials).
+        self._pending: deque[_Slot] = deque()
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
-        self._expected = [self.trials_for(case) for case in loaded.suite.cases]
         self._folded: list[CaseResult | None] = [None for _ in loaded.suite.cases]
         if resume is not None:
             self.seed = resume.seed
@@ -142,10 +170,29 @@ class Battery:
             fresh = random.SystemRandom().getrandbits(32)
             self.seed = options.seed if options.seed is not None else fresh
         self.rng = random.Random(self.seed)
+        #: Per case, whether it adapts (``--adaptive`` and a quality check); None when
+        #: none does, and the battery runs a fixed plan as it always did.
+        self.adaptive: list[bool] | None = None
+        if options.adaptive:
+            adapts = [has_quality(case) for case in loaded.suite.cases]
+            self.adaptive = adapts if any(adapts) else None
+        #: Per case, the trials planned so far: an adaptive case's grows one at a time.
+        self._expected = [self._first_trials(index, case)
+                          for index, case in enumerate(loaded.suite.cases)]
 
     def trials_for(self, case: Case) -> int:
         """Trials of one case: the override, else the case's, else the suite's."""
         return self.options.trials or case.trials or self.loaded.suite.trials
+
+    def _first_trials(self, index: int, case: Case) -> int:
+        """The trials planned for a case before any finishes (an adaptive one adds to them)."""
+        configured = self.trials_for(case)
+        if self.adaptive is None or not self.adaptive[index]:
+            return configured
+        # A resumed case planned every index up to the highest it recorded at least;
+        # those count towards the cap, and the rule goes on from there.
+        recorded = max(self._results[index], default=0)
+        return max(first_trials(configured, self.options.max_trials), recorded)
 
     def plan(self) -> list[_Slot]:
         """Every trial to run, case by case (computed once); a resume skips those it has."""
@@ -154,23 +201,54 @@ class Battery:
         return self._plan
 
     def _make_plan(self) -> list[_Slot]:
-        loaded = self.loaded
-        suite = loaded.suite
+        call = self.loaded.suite.call
         slots: list[_Slot] = []
-        for index, case in enumerate(suite.cases):
+        for index, case in enumerate(self.loaded.suite.cases):
             have = self._results[index]
-            timeout = self.options.timeout_s or case.timeout_s or suite.timeout_s
-            blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
-            judged = self.panel is not None and any(
-                (c := lookup(a.check)) is not None and c.opinions for a in case.expect)
-            fixture = loaded.fixture_path(case)
-            tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
+            timeout, fixture, tools, blocking, judged = self._slot_parts(index)
             slots.extend(
                 _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                          tools=tools, call=suite.call), blocking, judged)
-                for n in range(1, self.trials_for(case) + 1) if n not in have
+                                          tools=tools, call=call), blocking, judged)
+                for n in range(1, self._expected[index] + 1) if n not in have
             )
+            if self.adaptive is not None and self.adaptive[index] \
+                    and len(have) == self._expected[index]:
+                # Resumed with every planned trial in: the rule is asked now, as the last
+                # of them finishing would have asked it.
+                folded = self._folded[index] = self._fold(index)
+                added = self._adapt(index, folded)
+                if added is not None:
+                    slots.append(added)
         return slots
+
+    def _slot_parts(self, index: int) -> tuple[float, Path | None, ToolFixture | None, bool, bool]:
+        """What every trial of one case is run with: timeout, fixture, tools, blocking, judged."""
+        loaded, case = self.loaded, self.loaded.suite.cases[index]
+        timeout = self.options.timeout_s or case.timeout_s or loaded.suite.timeout_s
+        blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
+        judged = self.panel is not None and any(
+            (c := lookup(a.check)) is not None and c.opinions for a in case.expect)
+        fixture = loaded.fixture_path(case)
+        tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
+        return timeout, fixture, tools, blocking, judged
+
+    def _adapt(self, index: int, folded: CaseResult) -> _Slot | None:
+        """The next trial of an adaptive case whose planned trials are all in, if it adds one.
+
+        ``grading.adaptive.case_adds_trial`` decides on the case's folded quality
+        rates; the trial is planned (``_expected`` grows) and the case is
+        folded again once it is in. An interrupted battery adds nothing.
+        """
+        trials = len(self._results[index])
+        if self.interrupted or not case_adds_trial(trials, folded.quality,
+                                                   self.options.max_trials):
+            return None
+        self._folded[index] = None
+        n = self._expected[index] = self._expected[index] + 1
+        timeout, fixture, tools, blocking, judged = self._slot_parts(index)
+        request = TrialRequest(case=self.loaded.suite.cases[index], n=n, timeout_s=timeout,
+                               fixture=fixture, tools=tools, call=self.loaded.suite.call)
+        return _Slot(index, request, blocking, judged)
 
     def interrupt(self) -> None:
         """Stop: trials in flight are abandoned, finished ones are kept."""
@@ -198,13 +276,22 @@ class Battery:
                 run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,
                 target_digest=self.target_digest, target_identity=identity,
                 target_facets=dict(self.target.facets), resumed=self.resume is not None))
-            queue = iter(slots)
             count = max(1, min(self.options.concurrency, len(slots)))
-            self._workers = [asyncio.create_task(self._work(queue)) for _ in range(count)]
-            await asyncio.gather(*self._workers, return_exceptions=True)
-            # Trials handed to their judges finish here (each is recorded as it does).
-            while self._judging:
-                await asyncio.gather(*list(self._judging), return_exceptions=True)
+            if self.adaptive is None:
+                queue = iter(slots)  # a fixed plan: the workers share one iterator over it
+                for _ in range(count):
+                    self._spawn(queue)
+            else:
+                # Cases add trials as theirs finish: each worker drains the pending ones
+                # and ends when there are none, and _finish starts workers again
+                # for trials it adds (never more than ``concurrency`` at once).
+                self._pending.extend(slots)
+                for _ in range(count):
+                    self._spawn(self._drain())
+            # Trials handed to their judges finish here (each is recorded as it does),
+            # and so do the workers an adaptive case's added trials started.
+            while waiting := [*(w for w in self._workers if not w.done()), *self._judging]:
+                await asyncio.gather(*waiting, return_exceptions=True)
             for worker in self._workers:
                 if not worker.cancelled() and worker.exception() is not None:
                     raise worker.exception()  # type: ignore[misc]
@@ -225,14 +312,29 @@ class Battery:
             started_at=started_at, finished_at=stamp(finished),
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
             seed=self.seed, interrupted=self.interrupted, rejudge_of=self.options.rejudge_of,
+            adaptive=Adaptive(max_trials=self.options.max_trials) if self.options.adaptive
+            else None,
         )
         return build_report(info, cases)
 
+    def _spawn(self, queue: Iterator[_Slot]) -> None:
+        self._live += 1
+        self._workers.append(asyncio.create_task(self._work(queue)))
+
+    def _drain(self) -> Iterator[_Slot]:
+        """An adaptive run's pending trials, until there are none (a worker's queue)."""
+        pending = self._pending
+        while pending:
+            yield pending.popleft()
+
     async def _work(self, queue: Iterator[_Slot]) -> None:
-        for slot in queue:
-            result = await self._trial(slot)
-            if result is not None:  # None: handed to its judges, who finish it
-                self._finish(slot, result)
+        try:
+            for slot in queue:
+                result = await self._trial(slot)
+                if result is not None:  # None: handed to its judges, who finish it
+                    self._finish(slot, result)
+        finally:
+            self._live -= 1
 
     def _finish(self, slot: _Slot, result: TrialResult) -> None:
         """Keep one finished trial: record it, count it, fold its case once it is complete."""
@@ -243,7 +345,14 @@ class Battery:
         self.on_trial(result.outcome)
         if len(self._results[index]) == self._expected[index]:
             # Fold now, while other trials wait on their agents, not all at the end.
-            self._folded[index] = self._fold(index)
+            folded = self._folded[index] = self._fold(index)
+            if self.adaptive is not None and self.adaptive[index]:
+                added = self._adapt(index, folded)
+                if added is not None:
+                    # First in line: the case is folded sooner, and the rule asked again.
+                    self._pending.appendleft(added)
+                    if self._live < self.options.concurrency:
+                        self._spawn(self._drain())
 
     def _fold(self, index: int) -> CaseResult:
         trials, case = self._results[index], self.loaded.suite.cases[index]

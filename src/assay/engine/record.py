@@ -55,13 +55,15 @@ def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
 
 
 def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
-                 window: Window | None = None) -> dict[str, Any]:
+                 window: Window | None = None, *,
+                 max_trials: int | None = None) -> dict[str, Any]:
     """The ``run-registered`` content: fixed before any trial runs.
 
     Digests, never hidden content: the thresholds of hidden cases' rate-based
     assertions are committed to by digest only; public ones are written out.
     A battery's ``window`` (name, size, start) is added only when it has one,
-    so that every other registration keeps the bytes it always had.
+    and an adaptive run's ``adaptive`` (its ``max_trials``) only when it is
+    one, so that every other registration keeps the bytes it always had.
     """
     suite = loaded.suite
     hidden = _thresholds(suite.hidden_cases())
@@ -80,6 +82,10 @@ def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
     if window is not None:
         content["window"] = {"name": window.name(suite.id, start.target_digest),
                              "size": window.size, "start": window.start_stamp}
+    if max_trials is not None:
+        # Fixed before any trial like the rest: how far a case may go is not
+        # chosen after seeing how it went.
+        content["adaptive"] = {"max_trials": max_trials}
     return content
 
 
@@ -105,16 +111,18 @@ class RunRecorder:
         self.body: bytes | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
-                 options: dict[str, Any], window: Window | None = None) -> Holder | None:
+                 options: dict[str, Any], window: Window | None = None, *,
+                 max_trials: int | None = None) -> Holder | None:
         """Open the run and pre-register it in the ledger, in one transaction, before any trial.
 
         ``start`` is what the battery knew once the target started: the run's id,
         seed and time, and the agent version (its digest and identity). The
         identity is kept with the run's options so that a resume can say what
         changed. With a ``window`` whose battery exists already, nothing is
-        registered and that battery's run is returned.
+        registered and that battery's run is returned. ``max_trials``: an adaptive
+        run's cap (``registration``).
         """
-        content = registration(start, loaded, trials_per_case, window)
+        content = registration(start, loaded, trials_per_case, window, max_trials=max_trials)
         suite = loaded.suite
         row = {
             "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HarnessFailure, UsageError
+from ..grading.adaptive import DEFAULT_MAX_TRIALS
 from ..store.records import Sink
 
 if TYPE_CHECKING:
@@ -64,13 +65,22 @@ class RunSettings:
     #: ``--agent-cache``: the model calls of ``openai:`` targets are kept and served
     #: again (``targets.agent_cache``, docs/decisions/0033-agent-cache.md).
     agent_cache: bool = False
+    #: ``--adaptive``: cases with quality checks add trials while one straddles its
+    #: threshold, up to ``max_trials`` each (docs/decisions/0036-adaptive-runs.md).
+    adaptive: bool = False
+    max_trials: int = DEFAULT_MAX_TRIALS
 
 
 class Watcher(Protocol):
     """What a caller shows while runs go (the terminal's progress bar, a page's events)."""
 
-    def battery(self, label: str, total: int) -> AbstractContextManager[Callable[[str], None]]:
-        """A context for one battery of ``total`` trials; it yields the per-trial callback."""
+    def battery(self, label: str,
+                total: int | None) -> AbstractContextManager[Callable[[str], None]]:
+        """A context for one battery of ``total`` trials; it yields the per-trial callback.
+
+        ``total`` is None when it is not known ahead: an adaptive battery adds
+        trials as it goes.
+        """
 
     def notice(self, text: str) -> None:
         """Something the user should know that is not a result (e.g. a resume's progress)."""
@@ -79,7 +89,8 @@ class Watcher(Protocol):
 class QuietWatcher:
     """Shows nothing (tests, embedding)."""
 
-    def battery(self, label: str, total: int) -> AbstractContextManager[Callable[[str], None]]:
+    def battery(self, label: str,
+                total: int | None) -> AbstractContextManager[Callable[[str], None]]:
         """A context yielding a callback that does nothing."""
         return contextlib.nullcontext(lambda outcome: None)
 
@@ -154,6 +165,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             plans = _plans(load(), targets)
             _check_judges(plans, settings)
             _check_agent_cache(plans, settings, watcher)
+            _check_adaptive(plans, settings)
             return _run_all(plans, settings, watcher, None)
         if sink is None:
             sink = open_sink(db)
@@ -161,6 +173,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             plans = _plans(load(), targets)
             _check_judges(plans, settings)
             _check_agent_cache(plans, settings, watcher)
+            _check_adaptive(plans, settings)
             sink.ready()
             return _run_all(plans, settings, watcher, sink)
         finally:
@@ -177,6 +190,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
     ``load(suite_id)`` loads the suites with that id. Refused (``UsageError``)
     when the run is sealed, another target or trial count is asked for, or
     the suite, hidden set or agent changed since registration — naming what.
+    An adaptive run goes on adaptive, with its cap: both are the run's options.
     """
     from ..store.database import open_store
     from ..store.keys import signing_key
@@ -196,9 +210,10 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         if targets and list(targets) != [stored.target_uri]:
             raise UsageError(f"run {run_id} registered the target {stored.target_uri}; "
                              "a resume runs that target only")
-        if settings.trials or settings.seed is not None or settings.agent_cache:
-            raise UsageError("--trials, --seed and --agent-cache were fixed when the run was "
-                             "registered; a resume takes them from the store")
+        if settings.trials or settings.seed is not None or settings.agent_cache \
+                or settings.adaptive:
+            raise UsageError("--trials, --seed, --agent-cache and --adaptive were fixed when the "
+                             "run was registered; a resume takes them from the store")
         loaded = list(load(stored.suite_id))
         if not loaded:
             raise UsageError(f"run {run_id}: no suite {stored.suite_id} under the paths given")
@@ -210,13 +225,16 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         done = store.load_trials(run_id)
         options = dict(stored.options)
         identity = options.pop("target_identity", None) or {}
+        adaptive = options.get("adaptive")
         resume = Resume(run_id=run_id, seed=stored.seed or 0, started_at=stored.started_at,
                         done=done)
         settings = RunSettings(trials=options.get("trials"),
                                timeout_s=settings.timeout_s or options.get("timeout_s"),
                                concurrency=settings.concurrency, base_url=settings.base_url,
                                judges=settings.judges,
-                               agent_cache=options.get("agent_cache") is True)
+                               agent_cache=options.get("agent_cache") is True,
+                               adaptive=adaptive is not None,
+                               max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
         _check_judges([(item, stored.target_uri)], settings)
         watcher.notice(f"resuming run {run_id}: {len(done)} trial(s) recorded")
         recording = _Recording(LocalSink(store, key), resume, identity, stored.target_digest)
@@ -413,6 +431,16 @@ def _check_agent_cache(plans: list[tuple[LoadedSuite, str]], settings: RunSettin
     for uri in uncached:
         watcher.notice(f"--agent-cache: {uri} makes no model calls through assay; "
                        "it runs uncached")
+def _check_adaptive(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSettings) -> None:
+    """``--adaptive`` on runs none of whose cases could adapt is refused, as ``--judge`` is."""
+    if not settings.adaptive:
+        return
+    from .battery import has_quality
+
+    if not any(has_quality(case) for item, _ in plans for case in item.suite.cases):
+        raise UsageError("--adaptive: no suite run here has a quality check (judge, rubric, "
+                         "similar); its checks are binary, and more trials would not change "
+                         "how they fold")
 
 
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
@@ -463,7 +491,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                                                 agent_cache=cached))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
-                             rejudge_of=settings.rejudge_of)
+                             rejudge_of=settings.rejudge_of,
+                             adaptive=settings.adaptive, max_trials=settings.max_trials)
     resume = recording.resume if recording is not None else None
     panel = None
     from ..judging.panel import Panel, asks_opinions
@@ -480,19 +509,25 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
             chosen["agent_cache"] = True
         if settings.rejudge_of is not None:
             chosen["rejudge_of"] = settings.rejudge_of
+        cap = settings.max_trials if settings.adaptive else None
+        if cap is not None:  # what a resume goes on with (resume_run)
+            chosen["adaptive"] = {"max_trials": cap}
 
         def on_start(start: RunStart) -> None:
             if start.resumed:
                 _check_agent(start, recording)
                 writer.reopen(start.run_id)
             else:  # registered before any trial runs, with the agent version that started
-                holder = writer.register(start, item, per_case, chosen, settings.window)
+                holder = writer.register(start, item, per_case, chosen, settings.window,
+                                         max_trials=cap)
                 if holder is not None:  # the window has its battery: run nothing
                     raise WindowTaken(holder)
 
         battery.on_start = on_start
         battery.on_result = writer.record
-    with watcher.battery(item.suite.id, len(battery.plan())) as on_trial, \
+    # An adaptive battery's total is known only at its end.
+    total = None if battery.adaptive is not None else len(battery.plan())
+    with watcher.battery(item.suite.id, total) as on_trial, \
             _HeldCollector(COLLECT_AFTER_BYTES, COLLECT_EVERY) as collector:
         battery.on_trial = collector.counting(on_trial)
         loop = asyncio.get_running_loop()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..model.evidence import Evidence
 from ..model.result import (
+    Adaptive,
     CaseResult,
     Cost,
     HoldoutResult,
@@ -44,6 +45,8 @@ class RunInfo(BaseModel):
     seed: int | None = None
     interrupted: bool = False
     rejudge_of: str | None = None
+    #: An ``--adaptive`` run's cap (None: each case ran its configured trials).
+    adaptive: Adaptive | None = None
 
 
 def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
@@ -72,6 +75,7 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
         started_at=info.started_at,
         finished_at=info.finished_at,
         trials_per_case=info.trials_per_case,
+        adaptive=info.adaptive,
         evidence=evidence_level(cases),
         scores=scores,
         counts=split_counts(cases),

@@ -2,6 +2,7 @@
 
 from .evidence import DEFAULT_MINIMUM, FACTS, STRONGEST, Evidence
 from .result import (
+    Adaptive,
     CaseResult,
     Cost,
     HoldoutResult,
@@ -24,6 +25,7 @@ __all__ = [
     "MODIFIERS",
     "STRONGEST",
     "SUITE_ID",
+    "Adaptive",
     "Assertion",
     "Case",
     "CaseResult",

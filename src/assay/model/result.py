@@ -228,6 +228,20 @@ class TargetRef(BaseModel):
     evidence: dict[str, Evidence] = Field(default_factory=dict)
 
 
+class Adaptive(BaseModel):
+    """How an ``--adaptive`` run chose its trials (SPEC §9): present on such runs only.
+
+    A case with quality checks started at its configured trials (at least 3,
+    at most ``max_trials``) and added one trial at a time while a check's
+    interval straddled its threshold, up to ``max_trials``; each case's
+    ``trials`` are what it ran (docs/decisions/0036-adaptive-runs.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_trials: int
+
+
 class Report(BaseModel):
     """The folded result of one run: what reporters, the store and gates read."""
 
@@ -240,6 +254,8 @@ class Report(BaseModel):
     started_at: str
     finished_at: str
     trials_per_case: int
+    #: Left out of runs that were not adaptive, so that their reports keep their bytes.
+    adaptive: Adaptive | None = Field(default=None, exclude_if=lambda value: value is None)
     evidence: Literal["smoke", "reliability"]
     scores: Scores
     counts: dict[str, SplitCounts]

@@ -36,6 +36,25 @@ def score_cell(case: CaseResult | HoldoutResult) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
+def trials_text(report: Report) -> str:
+    """How many trials each case ran: the configured number, or an adaptive run's range.
+
+    ``3 trial(s) per case``, or ``3–16 trial(s) per case, adaptive up to
+    30``: the range is over the cases shown, a hidden case's count is not (a
+    holdout carries no trials).
+    """
+    if report.adaptive is None:
+        return f"{report.trials_per_case} trial(s) per case"
+    from ..model import CaseResult
+
+    ran = sorted({len(c.trials) for c in report.cases if isinstance(c, CaseResult)})
+    cap = report.adaptive.max_trials
+    if not ran:
+        return f"adaptive, up to {cap} trial(s) per case"
+    span = f"{ran[0]}" if len(ran) == 1 else f"{ran[0]}–{ran[-1]}"
+    return f"{span} trial(s) per case, adaptive up to {cap}"
+
+
 def verdict_line(report: Report) -> str:
     """``PASSED`` or ``NOT PASSED`` with why, in a few words."""
     s = report.scores

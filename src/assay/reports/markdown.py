@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import has_scores, pct, score_cell, verdict_line, why, write_file
+from .common import has_scores, pct, score_cell, trials_text, verdict_line, why, write_file
 from .cost import judge_cost_line, tokens_text, usd_text
 from .safe import markdown_code, markdown_text
 
@@ -31,7 +31,7 @@ def markdown(reports: list[Report]) -> str:
             f"## {markdown_text(report.suite.id)} — {markdown_code(report.target.uri)}",
             "",
             f"**{verdict_line(report)}** · run {markdown_code(report.run_id)} · "
-            f"{report.trials_per_case} trial(s) per case ({report.evidence} evidence)",
+            f"{trials_text(report)} ({report.evidence} evidence)",
             "",
             "| public | hidden | overall | pass mark | cost | tokens |",
             "|---|---|---|---|---|---|",

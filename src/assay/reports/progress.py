@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class BatteryProgress:
     """Counts outcomes and shows them on a Rich progress bar (when the terminal is live)."""
 
-    def __init__(self, console: Console, label: str, total: int) -> None:
+    def __init__(self, console: Console, label: str, total: int | None) -> None:
         self.counts: Counter[str] = Counter()
         self._progress: Any = None
         self._task: Any = None
@@ -75,8 +75,12 @@ class TerminalWatcher:
         self.console = console
 
     @contextmanager
-    def battery(self, label: str, total: int) -> Iterator[Callable[[str], None]]:
-        """A progress bar for one battery; yields its per-trial callback."""
+    def battery(self, label: str, total: int | None) -> Iterator[Callable[[str], None]]:
+        """A progress bar for one battery; yields its per-trial callback.
+
+        With no ``total`` (an adaptive battery), the bar counts the trials done
+        and shows no time remaining: how many there will be is not known yet.
+        """
         with BatteryProgress(self.console, label, total) as progress:
             yield progress.trial_done
 

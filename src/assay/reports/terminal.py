@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
-from .common import has_scores, pct, score_cell, verdict_line, why
+from .common import has_scores, pct, score_cell, trials_text, verdict_line, why
 from .cost import cost_line, judge_cost_line, usd_cell
 from .safe import inert, shown
 
@@ -74,8 +74,8 @@ def print_scores(console: Console, report: Report) -> None:
     rel = report.reliability.get("public")
     if rel is not None and rel.pass_at_1 is not None:
         se = f" ± {rel.se:.3f} (SE, clustered by case)" if rel.se is not None else ""
-        console.print(f"pass@1 public {rel.pass_at_1:.3f}{se} · {report.trials_per_case} "
-                      f"trial(s) per case: {report.evidence} evidence")
+        console.print(f"pass@1 public {rel.pass_at_1:.3f}{se} · {trials_text(report)}: "
+                      f"{report.evidence} evidence")
     console.print(f"{cost_line(report.cost)} · run {report.run_id}", markup=False)
     judged = judge_cost_line(report.cost)
     if judged:

@@ -255,7 +255,7 @@ def test_a_resume_takes_the_cache_from_the_run(cached_project, tmp_path: Path) -
         refused = cached_project.assay("run", "--db", url, "--resume", run_id,
                                        "--agent-cache")
         assert refused.code == 2
-        assert "--agent-cache were fixed when the run was registered" in refused.err
+        assert "--agent-cache and --adaptive were fixed when the run was registered" in refused.err
 
         done = cached_project.assay("run", "--db", url, "--base-url", server.url,
                                     "--resume", run_id, "--json", "r.json")

@@ -39,11 +39,19 @@ odd case's answer carries the judge's `JUDGE:fail` marker, and exactly the
 five even cases must pass (exit 1). The figures are medians of `--repeat`,
 with the range.
 
-**Floor** (unless `--no-floor`): the same N*T calls made by assay's judge
-client alone (`judging.client.ask` on `make_client`, C at a time, in one
-process, no battery): what the HTTP client costs by itself, in wall and in
-CPU per call, on this machine. Where the battery misses its goal, compare it
-with this floor before blaming the battery.
+**Floors** (unless `--no-floor`), to tell the judge client's cost from the
+battery's, per repeat:
+
+- *free client*: the fresh run again, in-process, with the panel's one judge
+  call (`Panel._ask`) replaced by a sleep of the judge's delay: the battery,
+  the panel, the record and the report as they are, with a judge client that
+  costs nothing (it runs with this Python, whatever `--assay` says);
+- *client*: the same N*T calls made by assay's judge client alone
+  (`judging.client.ask` on `make_client`, C at a time, one process, no
+  battery): wall and CPU per call;
+- *bare*: the same calls from a bare HTTP/1.1 client on asyncio streams (one
+  keep-alive connection per call in flight, the same JSON body, the reply
+  parsed): what this machine and the loopback judge allow.
 
 `--py-spy FILE` also samples one extra fresh run with py-spy (if installed)
 and prints where the run's process spent its CPU, by part (raw samples in
@@ -204,8 +212,11 @@ def _seconds(report: dict[str, Any]) -> float | None:
 
 def run_checked(label: str, argv: list[str], *, work: Path, env: dict[str, str], judge: Judge,
                 report_path: Path, cases: int, want_passed: int, want_calls: int | None,
-                timeout_s: float) -> Measured:
-    """Run argv; check exit code, counts, and the judge calls the report and the server saw."""
+                timeout_s: float, reported_calls: int | None = None) -> Measured:
+    """Run argv; check exit code, counts, and the judge calls the report and the server saw.
+
+    The report must count as many judge calls as the server saw, or ``reported_calls``.
+    """
     before, judge_cpu = judge.calls(), judge.cpu_s()
     run = run_process(argv, cwd=work, env=env, timeout_s=timeout_s)
     calls = judge.calls() - before
@@ -233,9 +244,10 @@ def run_checked(label: str, argv: list[str], *, work: Path, env: dict[str, str],
     cost = report.get("cost") or {}
     if want_calls is not None and calls != want_calls:
         raise BenchError(f"{label}: the judge was asked {calls} times, expected {want_calls}")
-    if cost.get("judge_calls") is not None and int(cost["judge_calls"]) != calls:
+    reported = calls if reported_calls is None else reported_calls
+    if cost.get("judge_calls") is not None and int(cost["judge_calls"]) != reported:
         raise BenchError(f"{label}: the report says {cost['judge_calls']} judge calls, "
-                         f"the judge saw {calls}")
+                         f"expected {reported}")
     report_path.unlink(missing_ok=True)
     return Measured(label, run.wall_s, _seconds(report), run.peak_rss_mib, calls,
                     float(run.extra["cpu_s"]), judge_cpu, report)
@@ -321,6 +333,30 @@ async def main():
                       "latency_max_s": lat[-1]}))
 
 asyncio.run(main())
+"""
+
+
+#: `assay` with the panel's one judge call replaced by a sleep of the judge's delay: the
+#: battery, the panel, the record and the report as they are, with a judge client
+#: that costs nothing. argv[1] is the delay in seconds; the rest is assay's command line.
+FREE_CLIENT = """
+import asyncio, sys
+from assay.judging.opinion import Opinion
+from assay.judging.panel import Panel
+
+delay = float(sys.argv.pop(1))
+
+async def free_ask(self, question, assertion, actual):
+    self.calls += 1
+    await asyncio.sleep(delay)
+    return Opinion(raw="pass\\nas the loopback judge answers", model="judge-model-2025",
+                   prompt_digest=question.prompt_digest, parameters={"temperature": 0.0},
+                   input_tokens=100, output_tokens=5, latency_s=delay)
+
+Panel._ask = free_ask
+from assay.cli import main
+sys.argv[0] = "assay"
+main()
 """
 
 
@@ -493,6 +529,17 @@ def main(argv: list[str] | None = None) -> int:
                           f"{m.battery_s or float('nan'):6.2f} s, CPU {m.cpu_s:5.2f} s, "
                           f"{m.calls} judge calls, peak RSS {m.rss_mib:.0f} MiB", flush=True)
                 if not args.no_floor:
+                    free = run_checked(
+                        "free client", [sys.executable, "-c", FREE_CLIENT,
+                                        f"{args.delay_ms / 1000:g}",
+                                        *run_cmd(work, suite, "--no-judge-cache")[len(assay):]],
+                        work=work, env=env, judge=judge, report_path=work / "r.json",
+                        cases=args.n, want_passed=args.n, want_calls=0,
+                        reported_calls=trials_total, timeout_s=args.timeout)
+                    results[free.label].append(free)
+                    print(f"    {free.label}: wall {free.wall_s:6.2f} s, battery "
+                          f"{free.battery_s or float('nan'):6.2f} s, CPU {free.cpu_s:5.2f} s",
+                          flush=True)
                     for mode in ("client", "bare"):
                         got = floor(sys.executable, judge, trials_total, args.concurrency, env,
                                     args.timeout, mode)
@@ -521,8 +568,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"medians of {args.repeat} (range; all values), seconds unless said")
     goals: list[tuple[str, bool, str]] = []
-    for label in ("fresh", "filling", "cached"):
+    for label in ("fresh", "filling", "cached", "free client"):
         runs = results[label]
+        if not runs:
+            continue
         walls = [m.wall_s for m in runs]
         battery = [m.battery_s for m in runs if m.battery_s is not None]
         print(f"  {label:8} whole command {spread(walls)}")
@@ -541,6 +590,11 @@ def main(argv: list[str] | None = None) -> int:
         [m.battery_s / ideal for m in results["fresh"] if m.battery_s is not None])
     goals.append((f"fresh: battery wall <= 1.2 x ideal ({ideal:.2f} s)", fresh_ratio <= 1.2,
                   f"{fresh_ratio:.2f}x"))
+    if results["free client"]:
+        free_ratio = statistics.median(
+            [m.battery_s / ideal for m in results["free client"] if m.battery_s is not None])
+        goals.append(("(for reference) free client: battery wall <= 1.2 x ideal",
+                      free_ratio <= 1.2, f"{free_ratio:.2f}x"))
     calls = [m.calls for m in results["cached"]]
     goals.append(("cached: no judge call", all(c == 0 for c in calls), f"calls {calls}"))
     for mode, what in (("client", "assay's judge client alone (openai SDK)"),

@@ -82,4 +82,6 @@ def run_process(
         peak_rss_mib=usage.ru_maxrss / 1024,
         stdout=stdout,
         stderr=stderr,
+        # CPU (user + system) of the child and its reaped descendants, from the same wait4.
+        extra={"cpu_s": usage.ru_utime + usage.ru_stime},
     )

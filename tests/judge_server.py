@@ -130,6 +130,9 @@ class JudgeServer:
 def _handler(judge: JudgeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # The headers and the body go out in two writes: with Nagle's algorithm the
+        # second waits for the client's delayed ACK of the first, 40 ms on Linux.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             self._send(200, json.dumps({"calls": judge.calls}).encode())

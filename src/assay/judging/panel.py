@@ -22,6 +22,7 @@ The battery reads the opinions into verdicts with the pure
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -88,6 +89,10 @@ class Panel:
         self._limit = asyncio.Semaphore(max(1, options.concurrency))
         self._clients: dict[str, Any] = {}
         self._embedder: Any = None
+        # Both are the same for every trial of the run, and cost a few hundred µs each
+        # (a URL check; a digest of the whole template): made once, not per question.
+        self._settings_of: dict[JudgeRef, JudgeSettings] = {}
+        self._identities: dict[tuple[JudgeRef, str, str, str], str] = {}
         #: Answers asked of a judge in this run (cache hits are not counted).
         self.calls = 0
         self._judges = self._resolve()
@@ -136,8 +141,11 @@ class Panel:
         return self.options.base_url or self.options.env.get(ENV_BASE_URL) or None
 
     def _settings(self, judge: JudgeRef) -> JudgeSettings:
-        return JudgeSettings(model=judge.model, base_url=self._base_url() or "",
-                             timeout_s=self.timeout_s)
+        settings = self._settings_of.get(judge)
+        if settings is None:
+            settings = self._settings_of[judge] = JudgeSettings(
+                model=judge.model, base_url=self._base_url() or "", timeout_s=self.timeout_s)
+        return settings
 
     def facet(self, case: Case) -> str | None:
         """The case's ``judge`` facet: which judges with which prompts, as one digest.
@@ -160,9 +168,15 @@ class Panel:
         arg = assertion.arg if isinstance(assertion.arg, dict) else {}
         template = arg.get("template") or default_template(
             "rubric" if assertion.check == "rubric" else "judge")
-        settings = self._settings(judge).sampling() if judge.kind == "openai" else {}
-        shaping = {"judge": judge.uri, "criteria": arg.get("criteria"), **settings}
-        return prompt_digest(template, shaping)
+        # Cases that share a judge, a template and criteria share the digest.
+        key = (judge, assertion.check, template,
+               json.dumps(arg.get("criteria"), sort_keys=True, default=str))
+        identity = self._identities.get(key)
+        if identity is None:
+            settings = self._settings(judge).sampling() if judge.kind == "openai" else {}
+            shaping = {"judge": judge.uri, "criteria": arg.get("criteria"), **settings}
+            identity = self._identities[key] = prompt_digest(template, shaping)
+        return identity
 
     # -- during the run ---------------------------------------------------------------
 

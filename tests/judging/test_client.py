@@ -258,7 +258,7 @@ def test_a_reply_without_choices_or_that_is_not_json_is_an_error(judge: Judge) -
     empty = call(judge.play(Reply(choices=[])))
     assert (empty.raw, empty.error, empty.model) == (None, "no choices", "judge-model-2025")
     garbage = call(judge.play(Reply(body=b"<html>proxy error</html>")))
-    assert (garbage.raw, garbage.error) == (None, "no choices")
+    assert (garbage.raw, garbage.error) == (None, "the answer is not JSON")
     assert judge_opinion(garbage)[0] == "inconclusive"
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..checks import grade_trace, lookup
+from ..checks import grade_trace, lookup, verdict
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
 from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
@@ -416,7 +416,12 @@ class Battery:
                                               duration_s=trace.duration_s, usage=trace.usage,
                                               trace=trace))
                 raise
-            graded = grade_trace(slot.request.case.expect, trace, opinions)
+            # Only the checks read from opinions are graded again; the rest stand as graded.
+            expect = slot.request.case.expect
+            graded = list(verdicts)
+            for position, assertion in enumerate(expect):
+                if assertion.check in _OPINION_CHECKS:
+                    graded[position] = verdict(assertion, trace, opinions.get(position, ()))
             self._finish(slot, fold_trial(slot.request.n, graded, duration_s=trace.duration_s,
                                           usage=trace.usage, trace=trace, opinions=opinions))
         finally:
@@ -448,13 +453,17 @@ class Battery:
                           duration_s=self.clock.monotonic() - began, trace=None)
 
 
+#: The checks whose verdicts are read from opinions (``Check.opinions``).
+_OPINION_CHECKS = frozenset({"judge", "rubric", "similar"})
+
+
 def _unasked(case: Case, why: str) -> dict[int, list[Any]]:
     """Opinions that say why none was given, one per answer each quality check needs."""
     from ..judging.opinion import Opinion
 
     found: dict[int, list[Any]] = {}
     for position, assertion in enumerate(case.expect):
-        if assertion.check in ("judge", "rubric", "similar"):
+        if assertion.check in _OPINION_CHECKS:
             criteria = assertion.arg.get("criteria") if assertion.check == "rubric" \
                 and isinstance(assertion.arg, dict) else None
             count = len(criteria) if isinstance(criteria, list) and criteria else 1

@@ -1,18 +1,20 @@
 """One judge call: a rendered prompt to a model behind an OpenAI-compatible server (SPEC §9).
 
-``ask`` sends one chat completion through an ``openai.AsyncOpenAI`` client
-handed in (``make_client`` builds one the way the ``openai:`` target does)
-and returns an ``Opinion`` — the raw answer, the model that gave it, tokens,
-cost and latency — and never raises: a timeout, an HTTP error, a refused
+``ask`` sends one chat completion (``POST {base}/chat/completions``)
+through the client handed in — ``make_client`` gives a ``wire.JudgeClient``,
+a lean HTTP/1.1 client rather than the ``openai`` SDK (``wire`` says why) —
+and returns an ``Opinion``: the raw answer, the model that gave it, tokens,
+cost and latency. It never raises: a timeout, an HTTP error, a refused
 connection or a reply without choices is an opinion with ``error`` set, and
 its verdict is ``inconclusive`` (PRINCIPLES 3). Only cancellation goes
-through. The choices made here (no retries, the timeout twice, a placeholder
-key, the prompt as one user message) are in docs/decisions/0030.
+through. The choices made here (no retries, a placeholder key, the prompt
+as one user message) are in docs/decisions/0030.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from collections.abc import Callable
@@ -72,18 +74,14 @@ class JudgeSettings:
 
 
 def make_client(settings: JudgeSettings) -> Any:
-    """An ``openai.AsyncOpenAI`` for the judge's server; the caller closes it.
+    """The client for the judge's server (``wire.JudgeClient``); the caller closes it.
 
-    The key is always the placeholder, given explicitly so that the SDK does
-    not read ``OPENAI_API_KEY``: a user's key is never sent to the judge's
-    server, loopback or not (PRINCIPLES 10). No retries; the SDK's own timeout
-    is the judge's.
+    It sends no one's key: the ``Authorization`` header is a placeholder, and
+    nothing reads ``OPENAI_API_KEY`` (PRINCIPLES 10). No retries.
     """
-    import openai
+    from .wire import JudgeClient
 
-    from ..targets.openai import NO_KEY, sdk_client
-
-    return sdk_client(openai, settings.base_url, api_key=NO_KEY, timeout=settings.timeout_s)
+    return JudgeClient(settings.base_url)
 
 
 async def ask(
@@ -97,10 +95,11 @@ async def ask(
 ) -> Opinion:
     """Ask the judge once: ``prompt`` as the only (user) message. Never raises but on cancel.
 
+    ``POST {base}/chat/completions`` of the OpenAI chat API, read as JSON.
     ``prices`` defaults to the shipped table (the battery passes the user's,
     ``load_prices()``); a model it does not know costs None.
     """
-    import openai
+    from .wire import WireError
 
     parameters = settings.sampling()
     asked = settings.model
@@ -110,32 +109,38 @@ async def ask(
         return Opinion(raw=raw, model=model, prompt_digest=prompt_digest, parameters=parameters,
                        latency_s=round(clock() - start, 6), error=error)
 
+    body = {"model": asked, "messages": [{"role": "user", "content": prompt}], **parameters}
     try:
         async with asyncio.timeout(settings.timeout_s):
-            reply = await client.chat.completions.create(
-                model=asked, messages=[{"role": "user", "content": prompt}], **parameters)
-    except (TimeoutError, openai.APITimeoutError):
+            status, data = await client.post("chat/completions", body)
+    except TimeoutError:
         return failed(f"timed out after {settings.timeout_s:g}s")
-    except openai.APIStatusError as exc:
-        reason = _REASONS.get(exc.status_code)
-        return failed(f"HTTP {exc.status_code}" + (f" ({reason})" if reason else ""))
-    except openai.APIConnectionError as exc:
-        return failed("refused connection" if _refused(exc) else "lost the connection")
-    except Exception as exc:  # anything else the SDK or a strange reply throws: an answer too
+    except WireError as exc:
+        return failed("refused connection" if exc.refused else str(exc))
+    except Exception as exc:  # anything else a strange exchange throws: an answer too
         return failed(f"unexpected {type(exc).__name__}")
-
-    reported = getattr(reply, "model", None)
-    model = str(reported) if isinstance(reported, str) and reported else asked
-    choices = getattr(reply, "choices", None)
-    if not isinstance(choices, list) or not choices:
+    if status != 200:
+        reason = _REASONS.get(status)
+        return failed(f"HTTP {status}" + (f" ({reason})" if reason else ""))
+    try:
+        reply = json.loads(data)
+    except (ValueError, RecursionError):
+        return failed("the answer is not JSON")
+    if not isinstance(reply, dict):
+        return failed("the answer is not a JSON object")
+    reported = reply.get("model")
+    model = reported if isinstance(reported, str) and reported else asked
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return failed("no choices", model=model)
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
-    refusal = getattr(message, "refusal", None)
-    usage = getattr(reply, "usage", None)
-    tokens_in = getattr(usage, "prompt_tokens", None)
-    tokens_out = getattr(usage, "completion_tokens", None)
-    counted = isinstance(tokens_in, int) and isinstance(tokens_out, int)
+    message = choices[0].get("message")
+    message = message if isinstance(message, dict) else {}
+    content, refusal = message.get("content"), message.get("refusal")
+    usage = reply.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    counted = all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
+                  for t in (tokens_in, tokens_out))
     if not counted:
         tokens_in = tokens_out = None
     price = (prices or PriceTable(SHIPPED)).lookup(model, asked)
@@ -151,18 +156,6 @@ async def ask(
         raw=raw, model=model, prompt_digest=prompt_digest, parameters=parameters,
         input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost,
         latency_s=round(clock() - start, 6), error=error)
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether a connection error was the server's port refusing (nothing listening)."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings", "Opinion", "ask", "judge_answer", "judge_opinion",

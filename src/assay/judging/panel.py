@@ -234,7 +234,7 @@ class Panel:
             opinion = await self._ask(question, assertion, actual)
         if self.cache is not None and key is not None and opinion.error is None:
             # Errors are not kept: a timeout or a 500 is asked again next time.
-            self.cache.put(key, opinion.to_json())
+            self.cache.put_later(key, opinion.to_json())
         return opinion
 
     async def _ask(self, question: _Question, assertion: Assertion, actual: Any) -> Opinion:
@@ -266,7 +266,9 @@ class Panel:
         return measure(self._embedder, str(arg.get("to", "")), actual, clock=self.clock)
 
     async def close(self) -> None:
-        """Close the judges' clients."""
+        """Close the judges' clients, and wait for the judge cache's last entries."""
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.flush)

@@ -23,7 +23,9 @@ import contextlib
 import hashlib
 import json
 import os
+import queue
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,8 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self._later: queue.SimpleQueue[tuple[str, Mapping[str, Any]] | None] | None = None
+        self._writer: threading.Thread | None = None
 
     @staticmethod
     def key(parts: Sequence[Any]) -> str:
@@ -75,6 +79,33 @@ class CallCache:
         self.hits += 1
         value: dict[str, Any] = data["value"]
         return value
+
+    def put_later(self, key: str, value: Mapping[str, Any]) -> None:
+        """``put``, by a thread of the cache's own: the caller's loop does not wait on the disk.
+
+        Creating a file and moving it into place costs about a millisecond of
+        system time here, for each entry: on the battery's event loop, a
+        thousand judged trials spent more time keeping answers than asking
+        for them. ``flush`` waits for what was handed over.
+        """
+        if self._later is None:
+            self._later = queue.SimpleQueue()
+            self._writer = threading.Thread(target=self._write_later, name="assay-cache",
+                                            daemon=True)
+            self._writer.start()
+        self._later.put((key, value))
+
+    def _write_later(self) -> None:
+        assert self._later is not None
+        while (item := self._later.get()) is not None:
+            self.put(*item)
+
+    def flush(self) -> None:
+        """Wait until every entry handed to ``put_later`` is written (or dropped)."""
+        if self._later is not None and self._writer is not None:
+            self._later.put(None)
+            self._writer.join()
+            self._later = self._writer = None
 
     def put(self, key: str, value: Mapping[str, Any]) -> None:
         """Keep ``value`` under ``key`` (quietly nothing if it cannot be written)."""

@@ -93,6 +93,7 @@ class Panel:
         # (a URL check; a digest of the whole template): made once, not per question.
         self._settings_of: dict[JudgeRef, JudgeSettings] = {}
         self._identities: dict[tuple[JudgeRef, str, str, str], str] = {}
+        self._by_position: dict[tuple[str, int], str] = {}
         #: Answers asked of a judge in this run (cache hits are not counted).
         self.calls = 0
         self._judges = self._resolve()
@@ -164,6 +165,13 @@ class Panel:
 
     def _identity(self, case: Case, position: int, assertion: Assertion) -> str:
         """The prompt digest of a judged check: its template and what shapes its answers."""
+        found = self._by_position.get((case.id, position))
+        if found is None:
+            found = self._by_position[(case.id, position)] = self._digest_of(case, position,
+                                                                               assertion)
+        return found
+
+    def _digest_of(self, case: Case, position: int, assertion: Assertion) -> str:
         judge = self._judges[(case.id, position)]
         arg = assertion.arg if isinstance(assertion.arg, dict) else {}
         template = arg.get("template") or default_template(
@@ -191,7 +199,10 @@ class Panel:
                 continue  # read as inconclusive: the path selects nothing
             for question in self._questions(case, position, assertion, actual):
                 jobs.append((position, self._answer(case, n, question, assertion, actual)))
-        answers = await asyncio.gather(*(job for _, job in jobs))
+        if len(jobs) == 1:  # the usual case: one question, no task to gather it with
+            answers: list[Opinion] = [await jobs[0][1]]
+        else:
+            answers = list(await asyncio.gather(*(job for _, job in jobs)))
         found_opinions: dict[int, list[Opinion]] = {}
         for (position, _), opinion in zip(jobs, answers, strict=True):
             found_opinions.setdefault(position, []).append(opinion)

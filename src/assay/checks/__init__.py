@@ -3,7 +3,7 @@
 from . import graders, output, quality, structural  # noqa: F401  (importing registers the checks)
 from .apply import Opinions, grade_trace, required_evidence, verdict
 from .quality import rate_threshold
-from .registry import PLANNED, REGISTRY, Check, Judgement, LoadContext, lookup
+from .registry import PLANNED, REGISTRY, Check, Judgement, LoadContext, lookup, reads_opinions
 
 __all__ = [
     "PLANNED",
@@ -15,6 +15,7 @@ __all__ = [
     "grade_trace",
     "lookup",
     "rate_threshold",
+    "reads_opinions",
     "required_evidence",
     "verdict",
 ]

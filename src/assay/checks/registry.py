@@ -86,3 +86,9 @@ def register(check: Check) -> Check:
 def lookup(name: str) -> Check | None:
     """The check called ``name``, or None."""
     return REGISTRY.get(name)
+
+
+def reads_opinions(assertion: Assertion) -> bool:
+    """Whether the assertion's verdict is read from opinions (``Check.opinions``)."""
+    check = REGISTRY.get(assertion.check)
+    return check is not None and check.opinions

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..checks import grade_trace, lookup, verdict
+from ..checks import grade_trace, lookup, reads_opinions, verdict
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
 from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
@@ -226,8 +226,7 @@ class Battery:
         loaded, case = self.loaded, self.loaded.suite.cases[index]
         timeout = self.options.timeout_s or case.timeout_s or loaded.suite.timeout_s
         blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
-        judged = self.panel is not None and any(
-            (c := lookup(a.check)) is not None and c.opinions for a in case.expect)
+        judged = self.panel is not None and any(reads_opinions(a) for a in case.expect)
         fixture = loaded.fixture_path(case)
         tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
         return timeout, fixture, tools, blocking, judged
@@ -420,7 +419,7 @@ class Battery:
             expect = slot.request.case.expect
             graded = list(verdicts)
             for position, assertion in enumerate(expect):
-                if assertion.check in _OPINION_CHECKS:
+                if reads_opinions(assertion):
                     graded[position] = verdict(assertion, trace, opinions.get(position, ()))
             self._finish(slot, fold_trial(slot.request.n, graded, duration_s=trace.duration_s,
                                           usage=trace.usage, trace=trace, opinions=opinions))
@@ -453,17 +452,13 @@ class Battery:
                           duration_s=self.clock.monotonic() - began, trace=None)
 
 
-#: The checks whose verdicts are read from opinions (``Check.opinions``).
-_OPINION_CHECKS = frozenset({"judge", "rubric", "similar"})
-
-
 def _unasked(case: Case, why: str) -> dict[int, list[Any]]:
     """Opinions that say why none was given, one per answer each quality check needs."""
     from ..judging.opinion import Opinion
 
     found: dict[int, list[Any]] = {}
     for position, assertion in enumerate(case.expect):
-        if assertion.check in _OPINION_CHECKS:
+        if reads_opinions(assertion):
             criteria = assertion.arg.get("criteria") if assertion.check == "rubric" \
                 and isinstance(assertion.arg, dict) else None
             count = len(criteria) if isinstance(criteria, list) and criteria else 1

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..checks import lookup
+from ..checks import reads_opinions
 from ..checks.values import select
 from ..errors import UsageError
 from ..model import Assertion, Case, Suite, Trace
@@ -73,7 +73,7 @@ class _Question:
 
 def asks_opinions(case: Case) -> bool:
     """Whether any of the case's assertions is read from opinions."""
-    return any((check := lookup(a.check)) is not None and check.opinions for a in case.expect)
+    return any(reads_opinions(a) for a in case.expect)
 
 
 class Panel:
@@ -94,8 +94,6 @@ class Panel:
         self._settings_of: dict[JudgeRef, JudgeSettings] = {}
         self._identities: dict[tuple[JudgeRef, str, str, str], str] = {}
         self._by_position: dict[tuple[str, int], str] = {}
-        #: Answers asked of a judge in this run (cache hits are not counted).
-        self.calls = 0
         self._judges = self._resolve()
         if any(a.check == "similar" for case in suite.cases for a in case.expect):
             from .similarity import load_embedder
@@ -132,10 +130,12 @@ class Panel:
                 f"suite {self.suite.id}: an openai: judge needs its server's address: pass "
                 f"--judge-base-url URL or set {ENV_BASE_URL}")
         if needs_url:
+            from ..targets.openai import check_base_url
+
             try:
-                self._settings(JudgeRef("openai", "check"))
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
+                check_base_url(self._base_url() or "")
+            except UsageError as exc:
+                raise UsageError(f"judge: {exc}") from None
         return found
 
     def _base_url(self) -> str | None:
@@ -192,7 +192,7 @@ class Panel:
         """Every opinion the case's quality checks need on ``trace``, by assertion position."""
         jobs: list[tuple[int, Awaitable[Opinion]]] = []
         for position, assertion in enumerate(case.expect):
-            if assertion.check not in ("judge", "rubric", "similar"):
+            if not reads_opinions(assertion):
                 continue
             found, actual = select(trace.output, assertion.path)
             if not found:
@@ -252,7 +252,6 @@ class Panel:
         judge = question.judge
         if judge is None:
             return await asyncio.to_thread(self._similarity, assertion, actual)
-        self.calls += 1
         if judge.kind == "claude":
             from .claude_grader import ClaudeJudgeSettings, ask_claude
 

@@ -540,8 +540,6 @@ def _opinions(connection: Connection, run_id: str) -> dict[tuple[str, int], dict
     or erased) comes back with no text and an error saying so: a verdict read
     from it is inconclusive, and replay shows the difference.
     """
-    from ..judging.opinion import Opinion
-
     o, b = schema.opinions.c, schema.blobs.c
     rows = connection.execute(
         sa.select(o.case_id, o.n, o.position, o.item, o.content_digest, b.content)
@@ -569,13 +567,17 @@ def _opinions(connection: Connection, run_id: str) -> dict[tuple[str, int], dict
             sa.select(b.digest, b.content).where(b.digest.in_(chunk)))})
     found: dict[tuple[str, int], dict[int, list[Any]]] = {}
     for row, data in contents:
-        opinion = _opinion(data, texts, Opinion)
+        opinion = _opinion(data, texts)
         found.setdefault((row.case_id, row.n), {}).setdefault(row.position, []).append(opinion)
     return found
 
 
-def _opinion(data: dict[str, Any] | None, texts: dict[str, bytes | None], kind: Any) -> Any:
-    lost = kind(raw=None, model="unknown", prompt_digest="", error="the stored opinion is missing")
+def _opinion(data: dict[str, Any] | None, texts: dict[str, bytes | None]) -> Any:
+    """One stored opinion rebuilt, its long texts read back and checked against their digests."""
+    from ..judging.opinion import Opinion
+
+    lost = Opinion(raw=None, model="unknown", prompt_digest="",
+                   error="the stored opinion is missing")
     if data is None:
         return lost
     fields = dict(data)
@@ -592,7 +594,7 @@ def _opinion(data: dict[str, Any] | None, texts: dict[str, bytes | None], kind: 
         else:
             fields[name] = content.decode("utf-8", "surrogatepass")
     try:
-        opinion = kind.from_json(fields)
+        opinion = Opinion.from_json(fields)
     except ValueError:
         return lost
     if problem is not None:

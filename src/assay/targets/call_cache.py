@@ -125,4 +125,4 @@ class CallCache:
                 raise
             self.writes += 1
         except (OSError, TypeError, ValueError, RecursionError):
-            pass
+            return  # unwritable here, or not JSON: a miss next time, never a stopped run

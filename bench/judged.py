@@ -347,7 +347,6 @@ from assay.judging.panel import Panel
 delay = float(sys.argv.pop(1))
 
 async def free_ask(self, question, assertion, actual):
-    self.calls += 1
     await asyncio.sleep(delay)
     return Opinion(raw="pass\\nas the loopback judge answers", model="judge-model-2025",
                    prompt_digest=question.prompt_digest, parameters={"temperature": 0.0},
@@ -454,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="measure the cached part as a second run even if rejudge exists")
     ap.add_argument("--no-floor", action="store_true", help="skip the judge client's floor")
     ap.add_argument("--py-spy", metavar="FILE", help="sample one extra fresh run with py-spy")
+    ap.add_argument("--py-spy-rate", type=int, default=100, metavar="HZ",
+                    help="py-spy's samples per second (default 100)")
     ap.add_argument("--timeout", type=float, default=900.0, help="per process, seconds")
     ap.add_argument("--json", dest="json_out", help="also write the figures to this file")
     ap.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
@@ -554,8 +555,8 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     work = root / "py-spy"
                     work.mkdir()
-                    print("... one more fresh run under py-spy (100 samples/s)", flush=True)
-                    done = run_process([spy, "record", "-r", "100", "-f", "raw", "-o",
+                    print(f"... one more fresh run under py-spy ({args.py_spy_rate} samples/s)", flush=True)
+                    done = run_process([spy, "record", "-r", str(args.py_spy_rate), "-f", "raw", "-o",
                                         args.py_spy, "--", *run_cmd(work, suite,
                                                                      "--no-judge-cache")],
                                        cwd=work, env=env, timeout_s=args.timeout)

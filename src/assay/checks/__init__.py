@@ -1,7 +1,7 @@
 """Assertions: one module per family, all registered by name (SPEC §3)."""
 
 from . import graders, output, quality, structural  # noqa: F401  (importing registers the checks)
-from .apply import Opinions, grade_trace, required_evidence, verdict
+from .apply import Opinions, grade_facts, grade_trace, required_evidence, verdict
 from .quality import rate_threshold
 from .registry import PLANNED, REGISTRY, Check, Judgement, LoadContext, lookup, reads_opinions
 
@@ -12,6 +12,7 @@ __all__ = [
     "Judgement",
     "LoadContext",
     "Opinions",
+    "grade_facts",
     "grade_trace",
     "lookup",
     "rate_threshold",

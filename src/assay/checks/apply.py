@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from ..judging.opinion import Opinion
 from ..model import DEFAULT_MINIMUM, Assertion, Evidence, Trace, Verdict
 from .quality import rate_threshold, read_opinions
-from .registry import Judgement, lookup
+from .registry import Judgement, lookup, reads_opinions
 
 #: Opinions on one trace, by the position of the assertion they belong to in ``expect``.
 Opinions = Mapping[int, Sequence[Opinion]]
@@ -29,6 +29,13 @@ def grade_trace(assertions: list[Assertion], trace: Trace,
         return [verdict(assertion, trace) for assertion in assertions]
     return [verdict(assertion, trace, opinions.get(position, ()))
             for position, assertion in enumerate(assertions)]
+
+
+def grade_facts(assertions: list[Assertion], trace: Trace) -> list[Verdict | None]:
+    """The verdicts of the checks that read the trace alone, in order, and None in the place
+    of each check read from opinions: its verdict waits for its judges' answers."""
+    return [None if reads_opinions(assertion) else verdict(assertion, trace)
+            for assertion in assertions]
 
 
 def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()) -> Verdict:

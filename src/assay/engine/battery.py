@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..checks import grade_trace, lookup, reads_opinions, verdict
+from ..checks import Opinions, grade_facts, grade_trace, lookup, reads_opinions, verdict
 from ..errors import HarnessFailure
 from ..grading import RunInfo, build_report, fold_case, fold_trial
 from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
 from ..grading.fold import BINARY_FAMILIES
 from ..model import (
     Adaptive,
+    Assertion,
     Case,
     CaseResult,
     Report,
@@ -160,6 +161,7 @@ class Battery:
         self._pending: deque[_Slot] = deque()
         self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
         self._folded: list[CaseResult | None] = [None for _ in loaded.suite.cases]
+        self._case_facets: dict[int, dict[str, str]] = {}
         if resume is not None:
             self.seed = resume.seed
             position = {case.id: index for index, case in enumerate(loaded.suite.cases)}
@@ -259,6 +261,9 @@ class Battery:
         """Run the battery and fold it into the full (unredacted) report."""
         suite = self.loaded.suite
         slots = self.plan()
+        # The facets depend on the suite alone: made with the plan, not between trials.
+        for index in range(len(suite.cases)):
+            self._facets(index)
         # Started first: a target that cannot start leaves nothing registered, and
         # the agent version is taken from what started, once (RunStart).
         await self.target.start()
@@ -355,11 +360,19 @@ class Battery:
 
     def _fold(self, index: int) -> CaseResult:
         trials, case = self._results[index], self.loaded.suite.cases[index]
-        facets = self.loaded.case_facets(case)
-        judged = self.panel.facet(case) if self.panel is not None else None
-        if judged is not None:
-            facets = {**facets, "judge": judged}
-        return fold_case(case, [trials[n] for n in sorted(trials)], facets=facets)
+        return fold_case(case, [trials[n] for n in sorted(trials)], facets=self._facets(index))
+
+    def _facets(self, index: int) -> dict[str, str]:
+        """What ``assay compare`` aligns the case on: the suite's facets, and its judges'."""
+        found = self._case_facets.get(index)
+        if found is None:
+            case = self.loaded.suite.cases[index]
+            found = self.loaded.case_facets(case)
+            judged = self.panel.facet(case) if self.panel is not None else None
+            if judged is not None:
+                found = {**found, "judge": judged}
+            self._case_facets[index] = found
+        return found
 
     async def _trial(self, slot: _Slot) -> TrialResult | None:
         request = slot.request
@@ -380,24 +393,34 @@ class Battery:
 
     async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult | None:
         expect = slot.request.case.expect
+        if not slot.judged:
+            if slot.blocking:
+                verdicts = await asyncio.to_thread(grade_trace, expect, trace)
+            else:
+                verdicts = grade_trace(expect, trace)
+            return fold_trial(slot.request.n, verdicts, duration_s=trace.duration_s,
+                              usage=trace.usage, trace=trace)
+        # The checks that read the trace alone first; those read from opinions wait.
         if slot.blocking:
-            verdicts = await asyncio.to_thread(grade_trace, expect, trace)
+            decided = await asyncio.to_thread(grade_facts, expect, trace)
         else:
-            verdicts = grade_trace(expect, trace)
-        if slot.judged and not any(v.family in BINARY_FAMILIES and v.outcome == "fail"
-                                   for v in verdicts):
-            # Judges after the deterministic checks, and only when those left the trial
-            # open (a failed one decides it): off this worker, which goes on to its next
-            # trial while the judges answer.
-            await self._backlog.acquire()
-            task = asyncio.create_task(self._judge(slot, trace, verdicts))
-            self._judging.add(task)
-            task.add_done_callback(self._judging.discard)
-            return None
-        return fold_trial(slot.request.n, verdicts, duration_s=trace.duration_s,
-                          usage=trace.usage, trace=trace)
+            decided = grade_facts(expect, trace)
+        if any(v is not None and v.family in BINARY_FAMILIES and v.outcome == "fail"
+               for v in decided):
+            # A failed deterministic check decides the trial: no judge is asked.
+            return fold_trial(slot.request.n, _opinions_read(expect, trace, decided, None),
+                              duration_s=trace.duration_s, usage=trace.usage, trace=trace)
+        # Judges next, off this worker, which goes on to its next trial while they answer.
+        await self._backlog.acquire()
+        task = asyncio.create_task(self._judge(slot, trace, decided))
+        self._judging.add(task)
+        task.add_done_callback(self._judging.discard)
+        # The judges' task asks now, before this worker's next trial: the question
+        # goes out while the agent works, not after a run of trials.
+        await asyncio.sleep(0)
+        return None
 
-    async def _judge(self, slot: _Slot, trace: Trace, verdicts: list[Verdict]) -> None:
+    async def _judge(self, slot: _Slot, trace: Trace, decided: list[Verdict | None]) -> None:
         """Ask the trial's judges, grade it on their opinions, and finish it.
 
         Interrupted before they answered, the trial is kept all the same,
@@ -405,24 +428,22 @@ class Battery:
         not thrown away with the judges'.
         """
         assert self.panel is not None
+        expect = slot.request.case.expect
         try:
             try:
                 opinions = await self.panel.opinions(slot.request.case, slot.request.n, trace)
             except Exception as exc:  # a fault of ours in asking: said, never a lost trial
                 opinions = _unasked(slot.request.case, f"judging failed ({type(exc).__name__})")
             except asyncio.CancelledError:
-                self._finish(slot, fold_trial(slot.request.n, verdicts,
+                self._finish(slot, fold_trial(slot.request.n,
+                                              _opinions_read(expect, trace, decided, None),
                                               duration_s=trace.duration_s, usage=trace.usage,
                                               trace=trace))
                 raise
-            # Only the checks read from opinions are graded again; the rest stand as graded.
-            expect = slot.request.case.expect
-            graded = list(verdicts)
-            for position, assertion in enumerate(expect):
-                if reads_opinions(assertion):
-                    graded[position] = verdict(assertion, trace, opinions.get(position, ()))
-            self._finish(slot, fold_trial(slot.request.n, graded, duration_s=trace.duration_s,
-                                          usage=trace.usage, trace=trace, opinions=opinions))
+            self._finish(slot, fold_trial(slot.request.n,
+                                          _opinions_read(expect, trace, decided, opinions),
+                                          duration_s=trace.duration_s, usage=trace.usage,
+                                          trace=trace, opinions=opinions))
         finally:
             self._backlog.release()
 
@@ -450,6 +471,15 @@ class Battery:
     def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
         return fold_trial(slot.request.n, [], broken=True, reason=reason,
                           duration_s=self.clock.monotonic() - began, trace=None)
+
+
+def _opinions_read(expect: list[Assertion], trace: Trace, decided: list[Verdict | None],
+                   opinions: Opinions | None) -> list[Verdict]:
+    """Every verdict of a judged trial: those ``grade_facts`` decided, and the quality
+    checks' read from ``opinions`` (None: not judged, so inconclusive)."""
+    return [found if found is not None else
+            verdict(assertion, trace, opinions.get(position, ()) if opinions else ())
+            for position, (assertion, found) in enumerate(zip(expect, decided, strict=True))]
 
 
 def _unasked(case: Case, why: str) -> dict[int, list[Any]]:

@@ -54,26 +54,34 @@ def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
     return found
 
 
+def suite_thresholds(loaded: LoadedSuite) -> dict[str, Any]:
+    """The registration's ``thresholds``: public ones written out, hidden ones by digest."""
+    suite = loaded.suite
+    hidden = _thresholds(suite.hidden_cases())
+    return {"public": _thresholds(suite.public_cases()),
+            "hidden": digest(hidden) if hidden else None}
+
+
 def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  window: Window | None = None, *,
-                 max_trials: int | None = None) -> dict[str, Any]:
+                 max_trials: int | None = None,
+                 thresholds: dict[str, Any] | None = None) -> dict[str, Any]:
     """The ``run-registered`` content: fixed before any trial runs.
 
     Digests, never hidden content: the thresholds of hidden cases' rate-based
-    assertions are committed to by digest only; public ones are written out.
+    assertions are committed to by digest only; public ones are written out
+    (``thresholds``: ``suite_thresholds(loaded)``, made beforehand or here).
     A battery's ``window`` (name, size, start) is added only when it has one,
     and an adaptive run's ``adaptive`` (its ``max_trials``) only when it is
     one, so that every other registration keeps the bytes it always had.
     """
     suite = loaded.suite
-    hidden = _thresholds(suite.hidden_cases())
     content: dict[str, Any] = {
         "run_id": start.run_id,
         "suite": {"id": loaded.suite.id, "digest": loaded.digest},
         "hidden_set": loaded.hidden_digest,
         "pass_mark": suite.pass_mark,
-        "thresholds": {"public": _thresholds(suite.public_cases()),
-                       "hidden": digest(hidden) if hidden else None},
+        "thresholds": thresholds if thresholds is not None else suite_thresholds(loaded),
         "trials_per_case": trials_per_case,
         "target": {"uri": start.target_uri, "digest": start.target_digest},
         "seed": start.seed,
@@ -109,6 +117,7 @@ class RunRecorder:
         #: The sealed report's stored bytes (``report_body``: its JSON with ``seal`` null),
         #: once ``seal`` has run: a reporter may reuse them rather than serialise it again.
         self.body: bytes | None = None
+        self._prepared: tuple[LoadedSuite, dict[str, Any], str] | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  options: dict[str, Any], window: Window | None = None, *,
@@ -122,7 +131,9 @@ class RunRecorder:
         registered and that battery's run is returned. ``max_trials``: an adaptive
         run's cap (``registration``).
         """
-        content = registration(start, loaded, trials_per_case, window, max_trials=max_trials)
+        prepared = self._prepared if self._prepared and self._prepared[0] is loaded else None
+        content = registration(start, loaded, trials_per_case, window, max_trials=max_trials,
+                               thresholds=prepared[1] if prepared else None)
         suite = loaded.suite
         row = {
             "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
@@ -132,7 +143,7 @@ class RunRecorder:
             "started_at": start.started_at, "trials_per_case": trials_per_case,
             "pass_mark": suite.pass_mark, "status": "open",
             # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
-            "suite": stored_suite_json(suite),
+            "suite": prepared[2] if prepared else stored_suite_json(suite),
             "options": json.dumps({**options, "target_identity": start.target_identity},
                                   sort_keys=True),
             "window_size": None if window is None else window.size,
@@ -142,6 +153,14 @@ class RunRecorder:
         if holder is None:
             self.run_id = start.run_id
         return holder
+
+    def prepare(self, loaded: LoadedSuite) -> None:
+        """Make beforehand what registering a run of ``loaded`` takes from the suite alone.
+
+        Its thresholds and its stored JSON are then not made between the run's
+        start and its first trial, where a large suite would hold the battery up.
+        """
+        self._prepared = (loaded, suite_thresholds(loaded), stored_suite_json(loaded.suite))
 
     def reopen(self, run_id: str) -> None:
         """Continue recording an open run (``assay run --resume``)."""

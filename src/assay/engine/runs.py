@@ -523,6 +523,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                 if holder is not None:  # the window has its battery: run nothing
                     raise WindowTaken(holder)
 
+        if resume is None:
+            writer.prepare(item)
         battery.on_start = on_start
         battery.on_result = writer.record
     # An adaptive battery's total is known only at its end.

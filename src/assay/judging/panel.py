@@ -94,6 +94,7 @@ class Panel:
         self._settings_of: dict[JudgeRef, JudgeSettings] = {}
         self._identities: dict[tuple[JudgeRef, str, str, str], str] = {}
         self._by_position: dict[tuple[str, int], str] = {}
+        self._facets: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
         self._judges = self._resolve()
         if any(a.check == "similar" for case in suite.cases for a in case.expect):
             from .similarity import load_embedder
@@ -154,14 +155,22 @@ class Panel:
         None when the case asks no opinion. Two runs whose judges or
         templates differ are not compared as if their opinions were alike.
         """
-        named = [[position, self._judges[(case.id, position)].uri,
-                  self._identity(case, position, assertion)]
-                 for position, assertion in enumerate(case.expect)
-                 if (case.id, position) in self._judges]
-        named += [[position, self._similar_model(), digest({"to": a.arg.get("to")})]
-                  for position, a in enumerate(case.expect)
-                  if a.check == "similar" and isinstance(a.arg, dict)]
-        return digest(named) if named else None
+        judged = tuple((position, self._judges[(case.id, position)].uri,
+                        self._identity(case, position, assertion))
+                       for position, assertion in enumerate(case.expect)
+                       if (case.id, position) in self._judges)
+        similar = tuple((position, str(a.arg.get("to"))) for position, a in enumerate(case.expect)
+                        if a.check == "similar" and isinstance(a.arg, dict))
+        if not judged and not similar:
+            return None
+        # Cases that share their judged checks share the digest: it is made once.
+        found = self._facets.get((judged, similar))
+        if found is None:
+            named = [list(entry) for entry in judged]
+            named += [[position, self._similar_model(), digest({"to": to})]
+                      for position, to in similar]
+            found = self._facets[(judged, similar)] = digest(named)
+        return found
 
     def _identity(self, case: Case, position: int, assertion: Assertion) -> str:
         """The prompt digest of a judged check: its template and what shapes its answers."""
@@ -243,6 +252,9 @@ class Panel:
                     pass  # not an opinion after all: asked again
         async with self._limit:
             opinion = await self._ask(question, assertion, actual)
+        # The slot just freed goes to the next question first: it is sent before this
+        # answer's trial is graded, folded and recorded, not after.
+        await asyncio.sleep(0)
         if self.cache is not None and key is not None and opinion.error is None:
             # Errors are not kept: a timeout or a 500 is asked again next time.
             self.cache.put_later(key, opinion.to_json())

@@ -281,17 +281,20 @@ class Battery:
                 target_digest=self.target_digest, target_identity=identity,
                 target_facets=dict(self.target.facets), resumed=self.resume is not None))
             count = max(1, min(self.options.concurrency, len(slots)))
-            if self.adaptive is None:
-                queue = iter(slots)  # a fixed plan: the workers share one iterator over it
-                for _ in range(count):
-                    self._spawn(queue)
-            else:
-                # Cases add trials as theirs finish: each worker drains the pending ones
-                # and ends when there are none, and _finish starts workers again
-                # for trials it adds (never more than ``concurrency`` at once).
-                self._pending.extend(slots)
-                for _ in range(count):
-                    self._spawn(self._drain())
+            # A fixed plan: the workers share one iterator over it. An adaptive one:
+            # cases add trials as theirs finish, each worker drains the pending ones
+            # and ends when there are none, and _finish starts workers again for
+            # trials it adds (never more than ``concurrency`` at once).
+            queue = iter(slots) if self.adaptive is None else None
+            self._pending.extend(slots if queue is None else ())
+            for _ in range(count):
+                if self.interrupted or self._live >= count:
+                    break  # stopped, or an adaptive case's added trial started one already
+                self._spawn(queue if queue is not None else self._drain())
+                # Each worker takes its first trial before the next one starts: a
+                # judged trial's question goes out then, not after every worker's
+                # first trial (64 agent calls and gradings, at the start of a run).
+                await asyncio.sleep(0)
             # Trials handed to their judges finish here (each is recorded as it does),
             # and so do the workers an adaptive case's added trials started.
             while waiting := [*(w for w in self._workers if not w.done()), *self._judging]:

@@ -72,7 +72,9 @@ class JudgeClient:
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.prefix = parts.path.rstrip("/")
-        self._authority = parts.netloc.rsplit("@", 1)[-1].encode("idna")
+        authority = parts.netloc.rsplit("@", 1)[-1]
+        # IDNA only for a name that needs it: its codec's first use costs milliseconds.
+        self._authority = authority.encode("ascii" if authority.isascii() else "idna")
         self._tls = ssl.create_default_context() if parts.scheme == "https" else None
         # Built once per path: every request has the same head but for its length.
         self._heads: dict[str, bytes] = {}

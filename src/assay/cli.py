@@ -26,6 +26,7 @@ from .commands.pairwise import pairwise
 from .commands.receipt import receipt
 from .commands.rejudge import rejudge
 from .commands.replay import replay
+from .commands.review import review
 from .commands.run import run
 from .commands.stored import runs, show
 
@@ -86,6 +87,7 @@ for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay,
 main.add_command(drift)
 main.add_command(pairwise)
 main.add_command(rejudge)
+main.add_command(review)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -58,6 +58,7 @@ class RunOptions:
     agent_cache: bool = False
     adaptive: bool = False
     max_trials: int | None = None
+    review: str = "both"
 
 
 @click.command()
@@ -120,6 +121,11 @@ class RunOptions:
                    "default: a served answer is not what the model does now. The run is "
                    "marked (facet agent_cache, flag agent-cache) and is not compared with "
                    "runs made without it; refused when no target of the run is openai:.")
+@click.option("--review", type=click.Choice(["both", "failing", "inconclusive", "none"]),
+              default="both", show_default=True,
+              help="Which trials the sealed run queues for a person's review (assay review): "
+                   "failing ones, inconclusive ones, both, or none. Broken trials are not "
+                   "queued: their reason says what broke.")
 @DB_OPTION
 @click.option("--no-store", is_flag=True,
               help="Run without recording: nothing is stored or sealed, so this run has no "
@@ -179,7 +185,8 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        timeout_s=options.timeout_s, seed=options.seed,
                        base_url=options.base_url, window=window, judges=judges,
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
-                       max_trials=options.max_trials or DEFAULT_MAX_TRIALS)
+                       max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
+                       review=options.review)
 
 
 def _check_adaptive(options: RunOptions) -> None:

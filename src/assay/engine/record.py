@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest, digest_bytes
@@ -206,10 +206,11 @@ class RunRecorder:
         self.flush()
         self._guarded(self.sink.close)
 
-    def seal(self, report: Report) -> Report:
+    def seal(self, report: Report, queue: Sequence[dict[str, Any]] = ()) -> Report:
         """Write what is left and seal the run (run-sealed, runs row, tree head); return it sealed.
 
-        One transaction: a run is sealed with its report and head, or not at all.
+        One transaction: a run is sealed with its report and head, or not at all;
+        ``queue`` (``review.queue.sealed_items``) is queued for review in it.
         """
         self.flush()
         body = report_body(report)
@@ -218,7 +219,7 @@ class RunRecorder:
         content = {"run_id": report.run_id, "report_digest": digest_bytes(body),
                    "summary": digest(summary(redact(report)))}
         index, sealed_hash = self._guarded(lambda: self.sink.seal(
-            report.run_id, sealed_columns(report, body), canonical(content)))
+            report.run_id, sealed_columns(report, body), canonical(content), queue))
         self.body = body
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 

@@ -65,6 +65,8 @@ class RunSettings:
     #: ``--agent-cache``: the model calls of ``openai:`` targets are kept and served
     #: again (``targets.agent_cache``, docs/decisions/0033-agent-cache.md).
     agent_cache: bool = False
+    #: ``--review``: which trials the sealed run queues for a person (``review.queue``).
+    review: str = "both"
     #: ``--adaptive``: cases with quality checks add trials while one straddles its
     #: threshold, up to ``max_trials`` each (docs/decisions/0036-adaptive-runs.md).
     adaptive: bool = False
@@ -559,7 +561,12 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
             loop.remove_signal_handler(signal.SIGINT)
     if recorder is not None:
         # Sealed once the battery ended (an interrupted run with what finished).
-        report = recorder.seal(report)
+        from ..review.queue import sealed_items
+
+        # Its failing and inconclusive trials are queued for a person in the seal's
+        # transaction, as of the battery's end.
+        report = recorder.seal(report, sealed_items(report, settings.review,
+                                                    report.finished_at))
         result.report_body = recorder.body
     result.report = report
     result.interrupted = battery.interrupted

@@ -240,12 +240,29 @@ def _erase_case(connection: Connection, case_id: str, run_id: str | None) -> _Er
             .values(reason=""))
         if notes.rowcount or reasons.rowcount:
             changed.add(run)
-    texts = _opinion_texts(connection, case_id, run_id)
+    texts = _opinion_texts(connection, case_id, run_id) | _review_texts(connection, case_id,
+                                                                          run_id)
     erased = _blank_blobs(connection, {row.trace_digest for row in rows if row.trace_digest}
                           | texts)
     # A trace shared with another run (identical bytes) is the same content: it
     # goes too, and that run is named as touched.
     return _Erased(changed | _runs_referencing(connection, erased), erased, reports)
+
+
+def _review_texts(connection: Connection, case_id: str, run_id: str | None) -> set[str]:
+    """The digests of reviewers' notes on the case's queued trials, and of sampled traces.
+
+    The ``review`` entries stay: they name the note by digest only. A queued
+    trial's reason is blanked with its trial's.
+    """
+    q = schema.review_items.c
+    where = [q.case_id == case_id] + ([q.run_id == run_id] if run_id is not None else [])
+    connection.execute(schema.review_items.update().where(*where, q.reason.is_not(None))
+                       .values(reason=""))
+    found: set[str] = set()
+    for note, trace in connection.execute(sa.select(q.note_digest, q.trace_digest).where(*where)):
+        found.update(d for d in (note, trace) if d)
+    return found
 
 
 def _opinion_texts(connection: Connection, case_id: str, run_id: str | None) -> set[str]:

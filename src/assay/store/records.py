@@ -8,6 +8,7 @@ process (``writer.ProcessSink``). This module imports no database library.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..canonical import digest_bytes
@@ -125,8 +126,10 @@ class Sink(Protocol):
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """Write one batch of trials with their ledger entries."""
 
-    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
-        """Append ``run-sealed`` (``content``), complete the row, sign a head; the seal."""
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
+             queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
+        """Append ``run-sealed`` (``content``), complete the row, queue ``queue`` for
+        review (``review.queue.sealed_items``), sign a head; the seal."""
 
     def close(self) -> None:
         """Finish every write handed over; raise what failed."""

@@ -118,6 +118,38 @@ opinions = sa.Table(
     sa.Index("ix_opinions_run", "run_id", "case_id", "n"),
 )
 
+# The annotation queue (revision 0007, SPEC §10): trials a person should look at,
+# oldest first. ``source`` says how an item came: ``run`` (a failing or inconclusive
+# trial, queued when its run was sealed), ``online`` and ``proxy`` (sampled
+# production calls, their trace a blob under ``trace_digest``), ``manual`` (added
+# by hand). ``label`` is what every surface names the case by: its id, or
+# ``holdout-N`` for a hidden case, whose ``reason`` is never kept. A decision fills
+# ``verdict`` (approved, rejected, needs-fix), ``reviewer``, ``decided_at`` and
+# ``entry`` (its ``review`` ledger entry); the note is a blob under ``note_digest``,
+# so erasing it leaves the entry's hash intact. A trial is queued once.
+review_items = sa.Table(
+    "review_items", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("source", sa.String(16), nullable=False),
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id")),
+    sa.Column("suite_id", sa.String(200)),
+    sa.Column("case_id", sa.String(200)),
+    sa.Column("split", sa.String(8), nullable=False),
+    sa.Column("n", sa.Integer),
+    sa.Column("label", sa.String(200), nullable=False),
+    sa.Column("outcome", sa.String(16)),
+    sa.Column("reason", sa.Text),
+    sa.Column("trace_digest", sa.String(80)),
+    sa.Column("added_at", sa.String(40), nullable=False),
+    sa.Column("verdict", sa.String(16)),
+    sa.Column("note_digest", sa.String(80)),
+    sa.Column("reviewer", sa.String(200)),
+    sa.Column("decided_at", sa.String(40)),
+    sa.Column("entry", sa.BigInteger),
+    sa.UniqueConstraint("run_id", "case_id", "n", name="uq_review_items_trial"),
+    sa.Index("ix_review_items_open", "verdict", "id"),
+)
+
 blobs = sa.Table(
     "blobs", metadata,
     sa.Column("digest", sa.String(80), primary_key=True),

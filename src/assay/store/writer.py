@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -74,9 +75,10 @@ class ProcessSink:
         self._failed()
         self._send(("write", run_id, records))
 
-    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
+             queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
         """See ``writing.seal_run``."""
-        index, sealed_hash = self._ask(("seal", run_id, columns, content))
+        index, sealed_hash = self._ask(("seal", run_id, columns, content, list(queue)))
         return int(index), str(sealed_hash)
 
     def close(self) -> None:
@@ -172,9 +174,9 @@ def _serve(connection: Connection, parents_end: Connection,
                 holder = register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", holder))
             elif kind == "seal":
-                _, run_id, columns, content = message
+                _, run_id, columns, content, queue = message
                 connection.send(("done", seal_run(store, key, run_id, columns, content,  # type: ignore[arg-type]
-                                                  known=known)))
+                                                  known=known, queue=queue)))
             else:  # ready, sync, stop: everything before them is written
                 connection.send(("done", None))
                 if kind == "stop":

@@ -167,8 +167,10 @@ def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord], *,
 
 def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
              columns: dict[str, Any], content: bytes,
-             known: Frontier | None = None) -> tuple[int, str]:
-    """Append ``run-sealed``, complete the run's row and sign a tree head, in one transaction.
+             known: Frontier | None = None,
+             queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
+    """Append ``run-sealed``, complete the run's row, queue its trials for review
+    (``queue``) and sign a tree head, in one transaction.
 
     ``known``: a compact range ``write_batch`` read, which the head extends.
     Returns the sealing entry's index and hash (the report's ``seal``).
@@ -178,6 +180,10 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
         r = schema.runs.c
         connection.execute(schema.runs.update().where(r.run_id == run_id).values(
             **columns, status="sealed", seal_entry=sealed.index, seal_hash=sealed.hash))
+        if queue:
+            from .reviews import queue_items
+
+            queue_items(connection, queue)
         if key is not None:
             from .heads import record_head
 
@@ -208,9 +214,10 @@ class LocalSink:
         """See ``write_batch``."""
         write_batch(self.store, run_id, records)
 
-    def seal(self, run_id: str, columns: dict[str, Any], content: bytes) -> tuple[int, str]:
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
+             queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
         """See ``seal_run``."""
-        return seal_run(self.store, self.key, run_id, columns, content)
+        return seal_run(self.store, self.key, run_id, columns, content, queue=queue)
 
     def close(self) -> None:
         """Nothing is pending here: every write has happened."""

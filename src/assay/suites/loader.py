@@ -190,6 +190,17 @@ def _python_error(path: Path, exc: BaseException, message: str) -> SuiteError:
     return SuiteError(str(path), line, message)
 
 
+def hidden_set_digest(folder: Path) -> str | None:
+    """The ``hidden_set`` digest of the hidden cases in ``folder``, as a run records it.
+
+    What proves that someone holds a run's hidden cases (``assay review
+    --hidden-dir``): the same cases give the same digest. None when the
+    folder holds none.
+    """
+    secret = load_hidden(folder) if folder.is_dir() else []
+    return digest(_identities(secret, {})) if secret else None
+
+
 def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSuite:
     samples = None
     if suite.hidden is not None:

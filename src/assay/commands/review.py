@@ -1,0 +1,196 @@
+"""`assay review`: work the annotation queue (SPEC §10).
+
+Without arguments, the review screen (a Textual app, ``review.screen``);
+``--list`` and ``--export F`` print the queue; ``ITEM --verdict V --note N
+--reviewer R`` takes one decision without the screen. Hidden cases' items
+are ``holdout-N`` with no content, unless ``--hidden-dir`` holds the very
+hidden set the item's run ran (its digest is checked against the run's).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..errors import AssayError, UsageError
+from .common import DB_OPTION, fail
+
+if TYPE_CHECKING:
+    from ..store.database import Store
+    from ..store.reviews import StoredItem
+
+#: Who decides, when ``--reviewer`` is not given: this variable, else the login name.
+ENV_REVIEWER = "ASSAY_REVIEWER"
+
+
+@click.command()
+@click.argument("item", required=False, type=int)
+@click.option("--verdict", type=click.Choice(["approved", "rejected", "needs-fix"]),
+              help="With ITEM: the decision, taken without the screen.")
+@click.option("--note", default="", help="With ITEM: why (kept with the decision).")
+@click.option("--reviewer", metavar="NAME",
+              help=f"Who decides (default: ${ENV_REVIEWER}, else your login name).")
+@click.option("--list", "list_", is_flag=True, help="Print the open items, oldest first.")
+@click.option("--all", "all_", is_flag=True, help="With --list or --export: decided items too.")
+@click.option("--export", "export", type=click.Path(path_type=Path, dir_okay=False),
+              metavar="FILE", help="Write the items as JSON lines to FILE ('-': stdout).")
+@click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              envvar="ASSAY_HIDDEN_DIR",
+              help="The private hidden cases: items of runs that ran exactly these show "
+                   "their content.")
+@DB_OPTION
+def review(item: int | None, verdict: str | None, note: str, reviewer: str | None,
+           list_: bool, all_: bool, export: Path | None, hidden_dir: Path | None,
+           db: str | None) -> None:
+    """Work the queue of trials waiting for a person's decision.
+
+    A decision is approved, rejected or needs-fix, with a note and the
+    reviewer's name, sealed as a `review` ledger entry. Exit 2 for an item
+    that does not exist or was decided already.
+    """
+    from ..store.database import open_store
+
+    try:
+        _check(item, verdict, list_, export, all_)
+        store = open_store(db)
+        try:
+            if item is not None:
+                assert verdict is not None
+                _decide(store, item, verdict, note, reviewer or default_reviewer(), hidden_dir)
+            elif list_ or export is not None:
+                rows = _rows(store, all_)
+                reveal = revealed(store, rows, hidden_dir)
+                if list_:
+                    _print_list(rows, reveal)
+                if export is not None:
+                    _export(rows, reveal, export)
+            else:
+                _screen(store, reviewer or default_reviewer(), hidden_dir)
+        finally:
+            store.close()
+    except AssayError as error:
+        fail(error)
+
+
+def default_reviewer() -> str:
+    """``$ASSAY_REVIEWER``, else the login name, else ``unknown``."""
+    given = os.environ.get(ENV_REVIEWER)
+    if given:
+        return given
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name in this environment (a container's numeric user)
+        return "unknown"
+
+
+def _check(item: int | None, verdict: str | None, list_: bool, export: Path | None,
+           all_: bool) -> None:
+    if item is not None:
+        if verdict is None:
+            raise UsageError(f"review of item {item}: give --verdict approved|rejected|needs-fix "
+                             "(or leave ITEM out to work the queue on the screen)")
+        if list_ or export is not None:
+            raise UsageError("ITEM --verdict takes one decision: it does not go with --list "
+                             "or --export")
+    elif verdict is not None:
+        raise UsageError("--verdict needs the ITEM it decides: assay review ITEM --verdict V")
+    if all_ and not (list_ or export is not None):
+        raise UsageError("--all goes with --list or --export")
+
+
+def _rows(store: Store, all_: bool) -> list[StoredItem]:
+    from ..store.reviews import list_items
+
+    return list_items(store, decided=None if all_ else False)
+
+
+def revealed(store: Store, rows: list[StoredItem], hidden_dir: Path | None) -> set[str]:
+    """The runs whose hidden set ``hidden_dir`` holds: their hidden items may be shown whole."""
+    if hidden_dir is None:
+        return set()
+    from ..store.reviews import hidden_sets
+    from ..suites.hidden import private_folder
+    from ..suites.loader import hidden_set_digest
+
+    runs = hidden_sets(store, [r.run_id for r in rows if r.run_id and r.split == "hidden"])
+    held: dict[tuple[str, str], bool] = {}
+    shown: set[str] = set()
+    for run_id, (suite_id, hidden_set) in runs.items():
+        if hidden_set is None:
+            continue
+        key = (suite_id, hidden_set)
+        if key not in held:
+            folder = private_folder(hidden_dir, suite_id)
+            try:
+                held[key] = hidden_set_digest(folder) == hidden_set
+            except AssayError:  # a broken private folder proves nothing
+                held[key] = False
+        if held[key]:
+            shown.add(run_id)
+    return shown
+
+
+def _print_list(rows: list[StoredItem], reveal: set[str]) -> None:
+    from ..reports.safe import inert
+    from ..review.queue import shown
+
+    if not rows:
+        click.echo("review: the queue is empty")
+        return
+    for row in rows:
+        item = shown(row, reveal=row.run_id in reveal)
+        where = f"{item.run_id} " if item.run_id else ""
+        trial = f" trial {item.trial}" if item.trial is not None else ""
+        state = f"{item.verdict} by {item.reviewer}" if item.verdict else "open"
+        reason = f" — {item.reason}" if item.reason else ""
+        click.echo(inert(f"{item.item:>5}  {item.added_at}  {item.source:<6} {where}"
+                         f"{item.case}{trial}  {item.outcome or '-'}  [{state}]{reason}"))
+
+
+def _export(rows: list[StoredItem], reveal: set[str], path: Path) -> None:
+    from ..review.queue import export_lines
+
+    lines = export_lines(rows, reveal=reveal)
+    if str(path) == "-":
+        for line in lines:
+            sys.stdout.write(line)
+        return
+    try:
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as out:
+            out.writelines(lines)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    click.echo(f"review: wrote {len(rows)} item(s) to {path}", err=True)
+
+
+def _decide(store: Store, item: int, verdict: str, note: str, reviewer: str,
+            hidden_dir: Path | None) -> None:
+    from ..reports.safe import inert
+    from ..review.queue import shown
+    from ..store.reviews import AlreadyDecided, NoSuchItem, decide
+
+    try:
+        row = decide(store, item, verdict, note, reviewer)
+    except NoSuchItem:
+        raise UsageError(f"review: there is no item {item} in the queue "
+                         "(assay review --list shows the open ones)") from None
+    except AlreadyDecided as taken:
+        before = taken.row
+        raise UsageError(f"review: item {item} was decided already: {before.verdict} by "
+                         f"{before.reviewer} at {before.decided_at}") from None
+    done = shown(row, reveal=row.run_id in revealed(store, [row], hidden_dir))
+    click.echo(inert(f"review: item {done.item} ({done.case}) {done.verdict} by "
+                     f"{done.reviewer}; ledger entry {row.entry}"))
+
+
+def _screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("review: the review screen needs a terminal; use --list, --export F "
+                         "or ITEM --verdict V --note N")
+    raise UsageError("review: the review screen is not built yet; use --list, --export F "
+                     "or ITEM --verdict V --note N")

@@ -1,0 +1,131 @@
+"""The annotation queue: what a sealed run queues, what a decision is, how an item is shown.
+
+Pure: the rows live in the store (``store.reviews``). A run queues its
+failing and inconclusive trials when it is sealed (``assay run --review
+failing|inconclusive|both|none``, default both); a broken trial is not
+queued — it never produced an answer for a person to judge, and its reason
+already says what broke. Items are served oldest first.
+
+A hidden case's item is ``holdout-N`` (numbered as ``redact`` numbers the
+run's hidden cases) and keeps no reason: the reason of a failed check may
+quote the output. Shown items (``shown``) are what every surface prints;
+a hidden item's case id, reason and note appear only when the operator
+proved they hold the hidden set (``reveal``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import Report
+    from ..store.reviews import StoredItem
+
+#: A decision on an item.
+VERDICTS = ("approved", "rejected", "needs-fix")
+#: What ``--review`` may name, and the trial outcomes each queues.
+POLICIES: dict[str, frozenset[str]] = {
+    "both": frozenset({"fail", "inconclusive"}),
+    "failing": frozenset({"fail"}),
+    "inconclusive": frozenset({"inconclusive"}),
+    "none": frozenset(),
+}
+DEFAULT_POLICY = "both"
+#: The shape of one exported line (``assay review --export``).
+EXPORT_FORMAT = "assay.review-item/1"
+
+
+def outcomes_queued(policy: str) -> frozenset[str]:
+    """The trial outcomes ``--review POLICY`` queues; ValueError naming the choices."""
+    try:
+        return POLICIES[policy]
+    except KeyError:
+        raise ValueError(f"--review takes {', '.join(POLICIES)}, not {policy!r}") from None
+
+
+def check_verdict(verdict: str) -> str:
+    """``verdict`` if it is a decision; ValueError naming the three otherwise."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"a review is {', '.join(VERDICTS)}; not {verdict!r}")
+    return verdict
+
+
+def sealed_items(report: Report, policy: str, added_at: str) -> list[dict[str, Any]]:
+    """The queue rows a sealed run adds: its trials whose outcome ``policy`` queues.
+
+    ``report`` is the full (unredacted) report. Hidden cases are labelled
+    ``holdout-N`` in report order and keep no reason.
+    """
+    wanted = outcomes_queued(policy)
+    items: list[dict[str, Any]] = []
+    if not wanted:
+        return items
+    hidden = 0
+    for case in report.cases:
+        split = getattr(case, "split", "public")
+        if split == "hidden":
+            hidden += 1
+        label = f"holdout-{hidden}" if split == "hidden" else case.id
+        for trial in getattr(case, "trials", []) or []:
+            if trial.outcome not in wanted:
+                continue
+            items.append({
+                "source": "run", "run_id": report.run_id, "suite_id": report.suite.id,
+                "case_id": case.id, "split": split, "n": trial.n, "label": label,
+                "outcome": trial.outcome,
+                "reason": None if split == "hidden" else trial.reason,
+                "trace_digest": None, "added_at": added_at,
+            })
+    return items
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An item as a surface may print it."""
+
+    item: int
+    source: str
+    run_id: str | None
+    case: str
+    trial: int | None
+    hidden: bool
+    outcome: str | None
+    reason: str | None
+    added_at: str
+    verdict: str | None
+    note: str | None
+    reviewer: str | None
+    decided_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": EXPORT_FORMAT, "item": self.item, "source": self.source,
+                "run_id": self.run_id, "case": self.case, "trial": self.trial,
+                "hidden": self.hidden, "outcome": self.outcome, "reason": self.reason,
+                "added_at": self.added_at, "verdict": self.verdict, "note": self.note,
+                "reviewer": self.reviewer, "decided_at": self.decided_at}
+
+
+def shown(row: StoredItem, *, reveal: bool = False) -> Shown:
+    """``row`` as it may be printed: a hidden item as its label, without reason or note.
+
+    ``reveal``: the operator holds the hidden set (``--hidden-dir`` matched the
+    run's), so the hidden item's case id, reason and note are theirs to see.
+    """
+    hidden = row.split == "hidden" and not reveal
+    return Shown(
+        item=row.id, source=row.source, run_id=row.run_id,
+        case=row.label if hidden or row.case_id is None else row.case_id,
+        trial=row.n, hidden=row.split == "hidden", outcome=row.outcome,
+        reason=None if hidden else row.reason, added_at=row.added_at,
+        verdict=row.verdict, note=None if hidden else row.note, reviewer=row.reviewer,
+        decided_at=row.decided_at)
+
+
+def export_lines(rows: Iterable[StoredItem], *, reveal: bool = False) -> Iterable[str]:
+    """One JSON line per item (``EXPORT_FORMAT``), hidden items as ``shown`` makes them."""
+    for row in rows:
+        yield json.dumps(shown(row, reveal=reveal).to_json(), ensure_ascii=False,
+                         sort_keys=True) + "\n"

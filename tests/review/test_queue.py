@@ -247,3 +247,18 @@ def test_erasing_a_case_erases_the_notes_on_its_items(sealed) -> None:
     db = (project.root / ".assay" / "assay.db").read_bytes()
     assert note.encode() not in db
     assert project.assay("ledger", "verify").code == 0
+
+
+def test_the_hidden_dir_reveals_only_the_runs_that_ran_it(project: Project,
+                                                          tmp_path: Path) -> None:
+    write_project(project)
+    first = run(project, "--review", "failing")
+    changed = HIDDEN.replace("-expected", "-changed")
+    project.write("evals/hidden/cases.yaml", changed)
+    second = run(project, "--review", "failing")
+    private = tmp_path / "private" / "review" / "queue@1"
+    private.mkdir(parents=True)
+    (private / "cases.yaml").write_text(HIDDEN, encoding="utf-8")
+    hidden = {(i["run_id"], i["case"]) for i in
+              listed(project, "--hidden-dir", str(tmp_path / "private")) if i["hidden"]}
+    assert hidden == {(first, f"{CANARY}-hidden-id"), (second, "holdout-1")}

@@ -16,7 +16,7 @@ proved they hold the hidden set (``reveal``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -124,8 +124,10 @@ def shown(row: StoredItem, *, reveal: bool = False) -> Shown:
         decided_at=row.decided_at)
 
 
-def export_lines(rows: Iterable[StoredItem], *, reveal: bool = False) -> Iterable[str]:
-    """One JSON line per item (``EXPORT_FORMAT``), hidden items as ``shown`` makes them."""
+def export_lines(rows: Iterable[StoredItem], *,
+                 reveal: Collection[str] = ()) -> Iterable[str]:
+    """One JSON line per item (``EXPORT_FORMAT``), hidden items as ``shown`` makes them;
+    ``reveal``: the runs whose hidden set the operator holds."""
     for row in rows:
-        yield json.dumps(shown(row, reveal=reveal).to_json(), ensure_ascii=False,
+        yield json.dumps(shown(row, reveal=row.run_id in reveal).to_json(), ensure_ascii=False,
                          sort_keys=True) + "\n"

@@ -240,4 +240,21 @@ def test_a_hidden_criterion_and_case_are_never_shown() -> None:
                             + [d.to_json() for d in result.disagreements])
     assert CANARY not in hidden_out
     assert [d.case for d in result.disagreements] == ["holdout-1", "holdout-2", "holdout-3"]
-    assert CANARY not in repr([d for d in result.disagreements])
+    # Nor in a repr a stray log line might print: the rows and the store's own objects.
+    assert CANARY not in repr([r for r in result.rows if r.hidden]) + repr(trials[:3])
+    # A hidden criterion keeps its number whichever judge is shown.
+    other = [trial(5, "approved", judged("pass", arg={"criteria": f"{CANARY} other"}),
+                   case=f"{CANARY}-id5", split="hidden", label="holdout-5"),
+             trial(6, "approved", judged("pass", arg=secret, model="judge-b"),
+                   case=f"{CANARY}-id6", split="hidden", label="holdout-6")]
+    assert [r.criterion for r in calibrate(other).rows] == \
+        ["hidden criterion 1", "hidden criterion 2"]
+    assert [r.criterion for r in calibrate(other, judge="judge-b").rows] == \
+        ["hidden criterion 2"]
+
+
+def test_a_decision_this_version_does_not_know_is_left_out_not_guessed() -> None:
+    result = calibrate([trial(1, "approved", judged("pass")),
+                        trial(2, "escalated", judged("fail"))])
+    assert (result.reviewed, result.unknown_verdicts) == (1, 1)
+    assert result.rows[0].agreement.n == 1 and result.disagreements == []

@@ -139,7 +139,8 @@ def test_agreement_kappa_and_disagreements_from_real_reviews(reviewed) -> None:
     assert done.code == 0, done.err
     data = json.loads(done.out)
     assert data["format"] == "assay.judges/1" and data["judge"] is None
-    assert data["reviews"] == {"reviewed": 11, "judged": 10, "elsewhere": 0, "unreadable": 0}
+    assert data["reviews"] == {"reviewed": 11, "judged": 10, "elsewhere": 0, "unreadable": 0,
+                               "unknown_verdicts": 0}
     public = row(data, "judge", CRITERIA)
     # a=3 b=1 c=1 d=2, n=7: p_o = 5/7; p_j = p_h = 4/7; p_e = 16/49 + 9/49 = 25/49;
     # κ = (35/49 − 25/49) / (24/49) = 10/24 = 5/12.

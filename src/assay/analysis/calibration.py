@@ -244,7 +244,8 @@ class Calibration:
     those with at least one judge's opinion read here; ``elsewhere``: decided
     items with no run trial (an online sample, a proxied call), which have
     no judge's opinion to compare; ``unreadable``: opinions whose check the
-    run's stored suite does not describe.
+    run's stored suite does not describe; ``unknown_verdicts``: decided items
+    whose decision is none of ``HUMAN_LABELS`` (left out, never guessed).
     """
 
     reviewed: int
@@ -253,12 +254,14 @@ class Calibration:
     rows: list[Row]
     disagreements: list[Disagreement]
     unreadable: int = 0
+    unknown_verdicts: int = 0
     judge: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "judge": self.judge,
                 "reviews": {"reviewed": self.reviewed, "judged": self.judged,
-                            "elsewhere": self.elsewhere, "unreadable": self.unreadable},
+                            "elsewhere": self.elsewhere, "unreadable": self.unreadable,
+                            "unknown_verdicts": self.unknown_verdicts},
                 "rows": [row.to_json() for row in self.rows],
                 "disagreements": [d.to_json() for d in self.disagreements]}
 
@@ -295,10 +298,13 @@ def calibrate(trials: Iterable[ReviewedTrial], *, elsewhere: int = 0,
     hidden_names: dict[str, str] = {}
     disagreements: list[Disagreement] = []
     seen: set[str] = set()
-    reviewed = judged = unreadable = 0
+    reviewed = judged = unreadable = unknown = 0
     for trial in trials:
+        if trial.verdict not in HUMAN_LABELS:  # a decision this version does not know
+            unknown += 1
+            continue
         reviewed += 1
-        human = human_label(trial.verdict)
+        human = HUMAN_LABELS[trial.verdict]
         hidden = trial.split == "hidden"
         labelled = False
         for judged_check in trial.assertions:
@@ -314,12 +320,12 @@ def calibrate(trials: Iterable[ReviewedTrial], *, elsewhere: int = 0,
                     continue
                 key_text, label, why = read
                 seen.add(opinion.model)
+                if hidden and key_text not in hidden_names:  # numbered whoever is shown
+                    hidden_names[key_text] = f"hidden criterion {len(hidden_names) + 1}"
                 if judge is not None and opinion.model != judge:
                     continue
                 labelled = True
                 key: _Key = (opinion.model, judged_check.check, hidden, key_text)
-                if hidden and key_text not in hidden_names:
-                    hidden_names[key_text] = f"hidden criterion {len(hidden_names) + 1}"
                 tally = tallies.setdefault(key, _Tally())
                 if label is None:
                     tally.excluded[why] += 1
@@ -343,7 +349,8 @@ def calibrate(trials: Iterable[ReviewedTrial], *, elsewhere: int = 0,
             for key, t in tallies.items()]
     rows.sort(key=lambda r: (r.judge, r.check, r.hidden, _natural(r.criterion)))
     return Calibration(reviewed=reviewed, judged=judged, elsewhere=elsewhere, rows=rows,
-                       disagreements=disagreements, unreadable=unreadable, judge=judge)
+                       disagreements=disagreements, unreadable=unreadable,
+                       unknown_verdicts=unknown, judge=judge)
 
 
 def _read(check: str, arg: Any, index: int, opinion: Opinion,

@@ -85,6 +85,9 @@ def print_calibration(console: Console, result: Calibration) -> None:
         for why, count in sorted(row.excluded.items()):
             console.print(shown(f"excluded: {row.judge} · {row.criterion}: {count} × {why}",
                                 one_line=True, limit=300))
+    if result.unknown_verdicts:
+        console.print(f"{result.unknown_verdicts} decided item(s) with a decision this version "
+                      "does not know were left out", markup=False, highlight=False)
     if result.unreadable:
         console.print(f"{result.unreadable} opinion(s) whose check the run's stored suite does "
                       "not describe were left out", markup=False, highlight=False)

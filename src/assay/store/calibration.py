@@ -37,13 +37,15 @@ class JudgedAssertion:
     """One assertion of a trial that has opinions: its check and argument, the answers in order.
 
     ``check`` and ``arg`` are None when the run's stored suite does not
-    describe the assertion (no suite, no such case or position).
+    describe the assertion (no suite, no such case or position). A hidden
+    case's argument and the judges' answers are its content: left out of
+    ``repr``, so a stray log line cannot print them.
     """
 
     position: int
     check: str | None
-    arg: Any
-    opinions: list[Opinion] = field(default_factory=list)
+    arg: Any = field(repr=False)
+    opinions: list[Opinion] = field(default_factory=list, repr=False)
 
 
 @dataclass(frozen=True)
@@ -51,18 +53,18 @@ class ReviewedTrial:
     """A decided review item of one trial of a stored run, with its judged assertions.
 
     ``case_id`` is the real id (a hidden case's too): only ``label`` may be shown
-    for a hidden one.
+    for a hidden one, and ``repr`` shows neither the id nor the assertions.
     """
 
     item: int
     run_id: str
-    case_id: str
+    case_id: str = field(repr=False)
     label: str
     split: str
     n: int
     verdict: str
     reviewer: str | None
-    assertions: list[JudgedAssertion]
+    assertions: list[JudgedAssertion] = field(repr=False)
 
 
 @dataclass(frozen=True)

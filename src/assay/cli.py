@@ -20,6 +20,7 @@ from .commands.compare import compare
 from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
+from .commands.judges import judges
 from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
@@ -88,6 +89,7 @@ main.add_command(drift)
 main.add_command(pairwise)
 main.add_command(rejudge)
 main.add_command(review)
+main.add_command(judges)
 
 
 if __name__ == "__main__":  # pragma: no cover

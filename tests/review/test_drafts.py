@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from assay.model import Case, Suite
 from assay.review.drafts import (
     MAX_EXAMPLES,
+    MAX_TAKEN_SHOWN,
     BadAnswer,
     check_drafts,
     comment_lines,
@@ -106,7 +107,13 @@ def test_a_large_suite_is_sampled_by_the_seed() -> None:
     shown = [line for line in one.text.splitlines() if line.startswith('{"id"')]
     assert len(shown) == MAX_EXAMPLES
     # Every case the model must not reuse is named, shown or not.
-    assert f'"case-{MAX_EXAMPLES * 3 - 1}"' in one.text
+    assert all(f'"case-{i}"' in one.text for i in range(MAX_EXAMPLES * 3))
+
+
+def test_a_very_large_suite_names_the_ids_of_its_examples_only() -> None:
+    prompt = synth_prompt(_suite(MAX_TAKEN_SHOWN + 1), 2, seed=3)
+    assert prompt.text.count('"case-') == 2 * MAX_EXAMPLES
+    assert f"nor any other of the suite's {MAX_TAKEN_SHOWN + 1} case ids" in prompt.text
 
 
 def test_drafts_are_built_as_the_loader_builds_cases(tmp_path: Path) -> None:

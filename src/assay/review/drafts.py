@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 PROMOTED = "-promoted"
 #: The most public cases a synth prompt shows; a larger suite is sampled by the seed.
 MAX_EXAMPLES = 20
+#: The most case ids a synth prompt lists as taken; beyond it, those of the examples shown.
+MAX_TAKEN_SHOWN = 200
 #: The case fields a promoted case keeps from the case it came from (what the agent is
 #: given and how it runs); its assertions are the trace's, never the old ones.
 KEPT = ("input", "fixture", "timeout_s", "model", "effort", "invocation")
@@ -168,7 +170,10 @@ def synth_prompt(suite: Suite, k: int, seed: int, *, tools: Sequence[str] = (),
         shown = [public[i] for i in picked]
     examples = "\n".join(json.dumps(authored(case), ensure_ascii=False, sort_keys=False)
                          for case in shown)
-    taken = ", ".join(json.dumps(case.id, ensure_ascii=False) for case in public) or "(none)"
+    named = public if len(public) <= MAX_TAKEN_SHOWN else shown
+    taken = ", ".join(json.dumps(case.id, ensure_ascii=False) for case in named) or "(none)"
+    if len(named) < len(public):
+        taken += f" (nor any other of the suite's {len(public)} case ids)"
     title = f" ({json.dumps(suite.title, ensure_ascii=False)})" if suite.title else ""
     lines = [
         f"You are drafting new test cases for the agent evaluation suite {suite.id}{title}.",

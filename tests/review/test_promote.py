@@ -24,6 +24,8 @@ CANARY = "CANARY-PROMOTE-8c41"
 
 AGENT = """
 def agent(input, tools):
+    if input["customer"] == "boom":
+        raise RuntimeError("the agent fell over")
     who = tools.call("crm.lookup", {"customer": input["customer"]})
     if who and who.get("tier") != "none" and input.get("order"):
         tools.call("erp.refund", {"order": input["order"]})
@@ -72,6 +74,10 @@ cases:
       - contains: refunded       # fails: the agent cannot find C-9
   - id: no-fixture
     input: {customer: C-1}
+    expect:
+      - contains: find
+  - id: breaks
+    input: {customer: boom}
     expect:
       - contains: find
 """
@@ -210,6 +216,21 @@ def test_what_is_not_there_is_refused_with_the_reason(ran) -> None:
         assert "Traceback" not in done.err and done.out == ""
     zero = project.assay("promote", run_id, "refund", "--trial", "0")
     assert zero.code == 2 and "Traceback" not in zero.err
+    broke = project.assay("promote", run_id, "breaks")
+    assert broke.code == 2 and broke.out == ""
+    assert "trial 1 of breaks in run" in broke.err and "has no trace to promote" in broke.err
+    assert "it broke before it left one: agent raised RuntimeError: the agent fell over" \
+        in broke.err
+
+
+def test_a_trace_whose_content_was_erased_is_not_promoted(tmp_path: Path) -> None:
+    project = Project(tmp_path)
+    write_project(project)
+    run_id = run_once(project)
+    erased = project.assay("erase", "--subject", "refund")
+    assert erased.code == 0, erased.err
+    done = project.assay("promote", run_id, "refund")
+    assert done.code == 2 and "its content was erased" in done.err
 
 
 def test_a_hidden_case_is_promoted_only_with_its_hidden_set(ran, tmp_path: Path) -> None:

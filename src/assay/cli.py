@@ -24,12 +24,14 @@ from .commands.judges import judges
 from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
+from .commands.promote import promote
 from .commands.receipt import receipt
 from .commands.rejudge import rejudge
 from .commands.replay import replay
 from .commands.review import review
 from .commands.run import run
 from .commands.stored import runs, show
+from .commands.synth import synth
 
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
@@ -90,6 +92,8 @@ main.add_command(pairwise)
 main.add_command(rejudge)
 main.add_command(review)
 main.add_command(judges)
+main.add_command(promote)
+main.add_command(synth)
 
 
 if __name__ == "__main__":  # pragma: no cover

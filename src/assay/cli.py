@@ -23,6 +23,7 @@ from .commands.gate import gate
 from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
+from .commands.proxy import proxy
 from .commands.receipt import receipt
 from .commands.rejudge import rejudge
 from .commands.replay import replay
@@ -88,6 +89,7 @@ main.add_command(drift)
 main.add_command(pairwise)
 main.add_command(rejudge)
 main.add_command(review)
+main.add_command(proxy)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,8 +14,8 @@ Forwarded: ``tools/list`` and ``tools/call``; ``resources/list``,
 ``resources/templates/list``, ``resources/read``, ``prompts/list`` and
 ``prompts/get`` when the upstream offers them. Not forwarded: notifications
 (progress, list changes, logs), completions, subscriptions, and the
-upstream's own requests to the host (sampling, elicitation, roots), which it
-is answered as a client without those capabilities would answer.
+upstream's own requests to the host (sampling, elicitation, roots): the
+upstream is answered as by a client that lacks those capabilities.
 
 The ``mcp`` SDK is imported when the proxy starts, not with this module.
 """

@@ -48,7 +48,7 @@ DEFAULT_BUFFER = 1000
 @DB_OPTION
 def proxy(upstream: str, sample: float, suite_path: Path | None, seed: int | None,
           buffer: int, db: str | None) -> None:
-    """Forward an MCP host's requests to an MCP server and grade a sample of the tool calls.
+    """Proxy an MCP server and grade a sample of its tool calls.
 
     Start it where the host expects a server command. Results go back
     unchanged; K% of tool calls (drawn from --seed) are recorded and graded,

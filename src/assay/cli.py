@@ -25,6 +25,7 @@ from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
 from .commands.promote import promote
+from .commands.proxy import proxy
 from .commands.receipt import receipt
 from .commands.rejudge import rejudge
 from .commands.replay import replay
@@ -94,6 +95,7 @@ main.add_command(review)
 main.add_command(judges)
 main.add_command(promote)
 main.add_command(synth)
+main.add_command(proxy)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -192,5 +192,6 @@ def _screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("review: the review screen needs a terminal; use --list, --export F "
                          "or ITEM --verdict V --note N")
-    raise UsageError("review: the review screen is not built yet; use --list, --export F "
-                     "or ITEM --verdict V --note N")
+    from ..review.screen import run_screen
+
+    run_screen(store, reviewer, hidden_dir)

@@ -128,7 +128,7 @@ def db_url(project: Project) -> str:
 
 def pilot_run(project: Project, scenario: Callable[[Any, Any], Awaitable[None]], *,
               reviewer: str = "ana", hidden_dir: Path | None = None,
-              url: str | None = None) -> None:
+              url: str | None = None, page: int | None = None) -> None:
     """Open the screen on ``project``'s store and play ``scenario(app, pilot)`` on it."""
     from assay.review.screen import ReviewApp
     from assay.store.database import open_store
@@ -136,7 +136,8 @@ def pilot_run(project: Project, scenario: Callable[[Any, Any], Awaitable[None]],
     store = open_store(url or db_url(project))
 
     async def play() -> None:
-        app = ReviewApp(store, reviewer, hidden_dir)
+        app = (ReviewApp(store, reviewer, hidden_dir) if page is None
+               else ReviewApp(store, reviewer, hidden_dir, page=page))
         async with app.run_test(size=(180, 60), notifications=True) as pilot:
             await pilot.pause()
             await scenario(app, pilot)
@@ -411,6 +412,22 @@ def test_a_hand_added_item_shows_its_skills_and_errors(sealed: Project) -> None:
     pilot_run(sealed, scenario)
 
 
+def test_a_long_queue_is_listed_a_page_at_a_time_oldest_first(sealed: Project) -> None:
+    async def scenario(app: Any, pilot: Any) -> None:
+        assert rows(app) == QUEUED[:2]
+        assert "the oldest 2 open items (more wait)" in rendered(app)
+        await take(pilot, "a", "one")
+        assert rows(app) == QUEUED[1:2]
+        await take(pilot, "a", "two")  # the page is done: the next oldest come
+        assert rows(app) == QUEUED[2:4] and "item 3" in detail(app)
+        await take(pilot, "a", "three")
+        await take(pilot, "a", "four")
+        assert rows(app) == QUEUED[4:] and "1 open item " in rendered(app)
+
+    pilot_run(sealed, scenario, page=2)
+    assert len(review_entries(sealed)) == 4
+
+
 def test_an_empty_queue_says_so(tmp_path: Path) -> None:
     project = Project(tmp_path)
 
@@ -483,3 +500,38 @@ def test_assay_review_opens_in_a_terminal_and_q_quits(sealed: Project) -> None:
             process.kill()
             process.wait()
         os.close(master)
+
+
+def test_a_crash_of_the_screen_shows_no_locals_and_no_message(
+        sealed: Project, capfd: pytest.CaptureFixture[str]) -> None:
+    # Textual's own crash report prints every frame's local variables: on this
+    # screen they may hold a hidden case. A key that fails (added here by a
+    # subclass, the one way to make the screen fail on purpose) shows what the
+    # reviewer sees on any unexpected error.
+    from textual.binding import Binding
+
+    from assay.review.screen import ReviewApp
+    from assay.store.database import open_store
+
+    class Failing(ReviewApp):
+        BINDINGS = [Binding("x", "fail", "Fail")]
+
+        def action_fail(self) -> None:
+            hidden_input = f"{CANARY}-input"
+            raise KeyError(hidden_input)
+
+    async def press_x(pilot: Any) -> None:
+        await pilot.pause()
+        await pilot.press("x")
+
+    store = open_store(db_url(sealed))
+    try:
+        app = Failing(store, "ana", None)
+        app.run(headless=True, size=(120, 40), auto_pilot=press_x)
+    finally:
+        store.close()
+    captured = capfd.readouterr()
+    assert app.return_code == 1
+    said = " ".join(captured.err.split())
+    assert "the screen stopped on an internal error (KeyError at test_screen.py:" in said
+    assert CANARY not in captured.out + captured.err

@@ -192,6 +192,8 @@ def _screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("review: the review screen needs a terminal; use --list, --export F "
                          "or ITEM --verdict V --note N")
+    from ..errors import HarnessFailure
     from ..review.screen import run_screen
 
-    run_screen(store, reviewer, hidden_dir)
+    if run_screen(store, reviewer, hidden_dir) != 0:
+        raise HarnessFailure("review: the review screen stopped on an error (above)")

@@ -50,12 +50,23 @@ KEYS = (
     ("q", "quit"),
 )
 
+#: How many open items the list holds at once. A queue nobody worked for a month
+#: can hold tens of thousands; filling the list costs about a millisecond an item,
+#: and the oldest come first anyway. The next page comes when this one is done.
+PAGE = 500
+
 _DECISIONS = {"a": "approved", "r": "rejected", "f": "needs-fix"}
 
 
-def run_screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
-    """Open the review screen on ``store``'s open items until the reviewer quits."""
-    ReviewApp(store, reviewer, hidden_dir).run()
+def run_screen(store: Store, reviewer: str, hidden_dir: Path | None) -> int:
+    """Open the review screen on ``store``'s open items until the reviewer quits.
+
+    Returns the app's return code: 0, or 1 when the screen stopped on an error
+    (already said on standard error, see ``ReviewApp._fatal_error``).
+    """
+    app = ReviewApp(store, reviewer, hidden_dir)
+    app.run()
+    return app.return_code or 0
 
 
 class NoteScreen(ModalScreen[str | None]):
@@ -126,14 +137,33 @@ class ReviewApp(App[None]):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, store: Store, reviewer: str, hidden_dir: Path | None = None) -> None:
+    def __init__(self, store: Store, reviewer: str, hidden_dir: Path | None = None, *,
+                 page: int = PAGE) -> None:
         super().__init__()
         self._store = store
         self._reviewer = reviewer
         self._hidden_dir = hidden_dir
+        self._page = page
+        self._more = False
         self._rows: list[StoredItem] = []
         self._reveal: set[str] = set()
         self._shown_item: int | None = None
+
+    def _fatal_error(self) -> None:
+        # Textual's own report of an unexpected error is a traceback showing every
+        # frame's local variables, and the exception's message: either may hold a
+        # hidden case's content (a row, a trace). Say what failed and where, no more.
+        import sys
+        import traceback
+
+        self.bell()
+        error = sys.exc_info()[1]
+        frames = traceback.extract_tb(error.__traceback__) if error is not None else []
+        where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        self._exit_renderables.append(Text(
+            f"assay review: the screen stopped on an internal error "
+            f"({type(error).__name__}{where}); every decision taken before it is sealed."))
+        self._close_messages_no_wait()
 
     # -- layout and loading -------------------------------------------------
 
@@ -148,17 +178,26 @@ class ReviewApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        table = self.query_one("#items", DataTable)
+        table.add_columns("item", "case", "trial", "outcome", "run")
+        table.focus()
+        self._load()
+
+    def _load(self) -> None:
+        """Fill the list with the oldest open items, at most a page of them."""
         from ..commands.review import revealed
         from ..store.reviews import list_items
 
-        self._rows = list_items(self._store, decided=False)
+        rows = list_items(self._store, decided=False, limit=self._page + 1)
+        self._more = len(rows) > self._page
+        self._rows = rows[: self._page]
         self._reveal = revealed(self._store, self._rows, self._hidden_dir)
         table = self.query_one("#items", DataTable)
-        table.add_columns("item", "case", "trial", "outcome", "run")
+        table.clear()
         for row in self._rows:
             table.add_row(*list_cells(self._shown(row)), key=str(row.id))
-        table.focus()
         self._refresh_status()
+        self._shown_item = None
         self._show(0)
 
     def _shown(self, row: StoredItem) -> Shown:
@@ -167,7 +206,10 @@ class ReviewApp(App[None]):
     def _refresh_status(self) -> None:
         count = len(self._rows)
         text = Text("assay review", style="bold")
-        text.append(f"  {count} open item{'' if count == 1 else 's'}  ·  reviewer ")
+        if self._more:
+            text.append(f"  the oldest {count} open items (more wait)  ·  reviewer ")
+        else:
+            text.append(f"  {count} open item{'' if count == 1 else 's'}  ·  reviewer ")
         text.append(inert(self._reviewer, one_line=True), style="bold")
         text.append("  ·  ? for the keys")
         self.query_one("#status", Static).update(text)
@@ -266,6 +308,9 @@ class ReviewApp(App[None]):
         if index is None:
             return
         del self._rows[index]
+        if not self._rows and self._more:  # this page is done: the next oldest
+            self._load()
+            return
         table.remove_row(str(row.id))
         self._refresh_status()
         if self._rows:

@@ -232,5 +232,8 @@ def _screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("review: the review screen needs a terminal; use --list, --export F "
                          "or ITEM --verdict V --note N")
-    raise UsageError("review: the review screen is not built yet; use --list, --export F "
-                     "or ITEM --verdict V --note N")
+    from ..errors import HarnessFailure
+    from ..review.screen import run_screen
+
+    if run_screen(store, reviewer, hidden_dir) != 0:
+        raise HarnessFailure("review: the review screen stopped on an error (above)")

@@ -185,8 +185,8 @@ class ReviewApp(App[None]):
 
     def _load(self) -> None:
         """Fill the list with the oldest open items, at most a page of them."""
-        from ..commands.review import revealed
         from ..store.reviews import list_items
+        from .reveal import revealed
 
         rows = list_items(self._store, decided=False, limit=self._page + 1)
         self._more = len(rows) > self._page

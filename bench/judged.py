@@ -384,7 +384,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
     ("HTTP transport (httpx2/httpcore2/anyio/h11)",
      ("httpx2/", "httpcore2/", "httpx/", "httpcore/", "anyio/", "h11/")),
     ("openai SDK (building the request, parsing the reply)", ("openai/",)),
-    ("judge cache (files)", ("assay/targets/call_cache.py",)),
+    ("judge cache", ("assay/targets/call_cache.py",)),
     ("panel and judge client (prompts, opinions)", ("assay/judging/",)),
     ("recording (the store's sink)", ("assay/store/", "sqlalchemy/")),
     ("suite loading", ("assay/suites/",)),

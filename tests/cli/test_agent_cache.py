@@ -104,16 +104,25 @@ def outcomes(report: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
             for c in report["cases"]]
 
 
-def kept(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.json")) if root.exists() else []
+def kept(root: Path) -> list[tuple[str, bytes]]:
+    """The entries on disk, from the logs' lines (not through a cache): (key, value).
+
+    Past a segment's last newline is a line cut short, not an entry.
+    """
+    entries = []
+    for path in sorted(root.glob("*.log")):
+        for line in path.read_bytes().split(b"\n")[:-1]:
+            entries.append((line[:64].decode("ascii"), line[65:]))
+    return entries
 
 
 def test_a_second_run_with_the_cache_makes_no_call(cached_project, server) -> None:
     first_done, first = run(cached_project, server.url, "--agent-cache")
     assert len(server.seen) == 6  # three cases, two trials each: one call per trial
     cache = cached_project.root / ".assay" / "cache" / "agent"
-    files = kept(cache)
-    assert len(files) == 6  # trials 1 and 2 asked the same thing, and are kept apart
+    entries = kept(cache)
+    assert len(entries) == 6  # trials 1 and 2 asked the same thing, and are kept apart
+    assert len({key for key, _ in entries}) == 6
     assert "--agent-cache: model calls are served from .assay/cache/agent" in first_done.err
 
     second_done, second = run(cached_project, server.url, "--agent-cache", report="r2.json")
@@ -127,8 +136,9 @@ def test_a_second_run_with_the_cache_makes_no_call(cached_project, server) -> No
     assert "agent-cache" in second_done.out  # the flags line on the terminal
     # The usage is the recorded calls': the agent's cost, not spent again (trace: inferred).
     assert second["cost"]["input_tokens"] == first["cost"]["input_tokens"] == 60
-    # The kept files hold the hidden case (they are the agent's answers to it): only there.
-    assert any(CANARY in p.read_text(encoding="utf-8") for p in files)
+    assert len(kept(cache)) == 6  # nothing kept again: every call was served
+    # The kept entries hold the hidden case (they are the agent's answers to it): only there.
+    assert any(CANARY.encode() in value for _, value in entries)
 
 
 def test_without_the_flag_nothing_is_kept(cached_project, server) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -99,8 +100,17 @@ def run(t: Target, *requests: TrialRequest) -> list[Trace]:
     return asyncio.run(go())
 
 
-def kept_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+def kept(root: Path) -> list[tuple[str, bytes]]:
+    """The entries on disk, read from the logs' lines (not through a cache): (key, value).
+
+    Segments by name (oldest first), lines in order; past a segment's last newline
+    is a line cut short, not an entry.
+    """
+    entries = []
+    for path in sorted(root.glob("*.log")):
+        for line in path.read_bytes().split(b"\n")[:-1]:
+            entries.append((line[:64].decode("ascii"), line[65:]))
+    return entries
 
 
 @pytest.fixture
@@ -114,10 +124,15 @@ def test_a_second_identical_run_calls_nothing_and_gives_the_same_trace(
         server: Any, tools: tuple[Path, Any], _env: Path) -> None:
     first = run(target(server.url), trial("look up C-1", tools=tools), trial("hello"))
     assert len(server.seen) == 3  # two turns, one turn
-    assert len(kept_files(_env / "agent")) == 3  # one file per model call, under ASSAY_CACHE_DIR
+    assert len(kept(_env / "agent")) == 3  # one line per model call, under ASSAY_CACHE_DIR
 
-    second = run(target(server.url), trial("look up C-1", tools=tools), trial("hello"))
+    again = target(server.url)
+    second = run(again, trial("look up C-1", tools=tools), trial("hello"))
     assert len(server.seen) == 3  # not one more call
+    assert len(kept(_env / "agent")) == 3  # nor one more entry
+    if Path("/proc/self/fd").is_dir():  # the target's close closed the cache's files
+        assert not [fd for fd in Path("/proc/self/fd").iterdir()
+                    if str(_env) in os.path.realpath(fd)]
     for fresh, served in zip(first, second, strict=True):
         assert served.output == fresh.output
         assert served.status == fresh.status and served.steps == fresh.steps
@@ -149,7 +164,7 @@ def test_trials_of_one_case_have_keys_of_their_own(server: Any, _env: Path) -> N
     run(target(server.url), trial("hello", n=1), trial("hello", n=2))
     assert len(server.seen) == 2
     assert server.seen[0]["messages"] == server.seen[1]["messages"]
-    assert len(kept_files(_env / "agent")) == 2
+    assert len(kept(_env / "agent")) == 2
     run(target(server.url), trial("hello", n=1), trial("hello", n=2))
     assert len(server.seen) == 2
     run(target(server.url), trial("hello", n=3))  # a trial never run before: a call
@@ -199,22 +214,34 @@ def test_the_run_is_marked_when_the_cache_is_on(server: Any) -> None:
 
 
 @pytest.mark.parametrize("garbage", [
-    b"", b"not json", b"\xff\xfe", b"[]", b'{"key": "other", "value": {}}',
-    b"KEY-VALUE-NOT-A-REPLY",
+    b"", b"not json", b"\xff\xfe", b"[]", b'"a string"', b"null",
+    b'{"key": "other", "value": {}}', b"VALUE-NOT-A-REPLY", b"CUT-SHORT",
 ])
 def test_a_corrupted_kept_reply_is_a_miss(server: Any, _env: Path, garbage: bytes,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     run(target(server.url), trial(SECRET))
-    [path] = kept_files(_env / "agent")
-    key = path.stem
-    if garbage == b"KEY-VALUE-NOT-A-REPLY":  # the right key, but not a reply's shape
-        garbage = json.dumps({"key": key, "value": {"calls": "no", "said": SECRET}}).encode()
-    path.write_bytes(garbage)
+    [segment] = (_env / "agent").glob("*.log")
+    [(key, value)] = kept(_env / "agent")
+    assert SECRET.encode() in value and json.loads(value)["content"] == f"answer to {SECRET}"
+    line = f"{key} ".encode() + value + b"\n"
+    assert segment.read_bytes() == line
+    if garbage == b"VALUE-NOT-A-REPLY":  # the right key, an object, but not a reply's shape
+        garbage = json.dumps({"calls": "no", "said": SECRET}).encode()
+    if garbage == b"CUT-SHORT":  # a process killed mid-write: no newline
+        segment.write_bytes(line[:len(line) // 2])
+    else:
+        segment.write_bytes(f"{key} ".encode() + garbage + b"\n")
     [again] = run(target(server.url), trial(SECRET))
     assert len(server.seen) == 2  # the server was asked again, nothing crashed
     assert again.output == f"answer to {SECRET}"
     assert again.evidence["tokens"] == Evidence.OBSERVED
-    assert json.loads(path.read_text(encoding="utf-8"))["key"] == key  # kept anew
+    # Kept anew, in a segment of the second run's own: the newest line for the key.
+    assert len(list((_env / "agent").glob("*.log"))) == 2
+    assert [k for k, _ in kept(_env / "agent")][-1] == key
+    assert json.loads(kept(_env / "agent")[-1][1])["content"] == f"answer to {SECRET}"
+    [served] = run(target(server.url), trial(SECRET))  # and served from there
+    assert len(server.seen) == 2
+    assert served.evidence["tokens"] == Evidence.INFERRED
     said = capsys.readouterr()
     assert SECRET not in said.out + said.err
 

@@ -288,9 +288,9 @@ class Panel:
         return measure(self._embedder, str(arg.get("to", "")), actual, clock=self.clock)
 
     async def close(self) -> None:
-        """Close the judges' clients, and wait for the judge cache's last entries."""
+        """Close the judges' clients; wait for the judge cache's last entries, and close it."""
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
         if self.cache is not None:
-            await asyncio.to_thread(self.cache.flush)
+            await asyncio.to_thread(self.cache.close)

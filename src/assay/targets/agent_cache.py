@@ -11,10 +11,11 @@ index is in the key, so trial 2 of a case is never served trial 1's answer
 even when the two requests are the same.
 
 What is kept is a ``chat.Reply`` (the part of a reply the loop reads), in
-``CallCache("agent")``: ``ASSAY_CACHE_DIR/agent`` or ``.assay/cache/agent``.
-A hidden case's input and the model's answers to it are in those files; the
-folder is local, never shown, and nothing read from it is quoted in a
-message: a file that cannot be read as a kept reply is a miss, silently.
+``CallCache("agent")``: ``ASSAY_CACHE_DIR/agent`` or ``.assay/cache/agent``,
+a line per reply in the logs there. The model's answers to hidden cases are
+in those logs; the folder is local, never shown, and nothing read from it is
+quoted in a message: an entry that cannot be read as a kept reply is a miss,
+silently.
 """
 
 from __future__ import annotations
@@ -85,3 +86,7 @@ class AgentCache:
         writes = self.calls.writes
         self.calls.put(key, reply.to_json())
         self.kept += self.calls.writes - writes
+
+    def close(self) -> None:
+        """Close the files the cache holds open (a later call opens them again)."""
+        self.calls.close()

@@ -208,11 +208,13 @@ class OpenAITarget:
             self._reported = self.facets["model"] = reply.model
 
     async def close(self) -> None:
-        """Close the SDK's connection pool and stop the fixtures' MCP servers."""
+        """Close the SDK's connection pool, stop the fixtures' MCP servers, close the cache."""
         await self.mcp.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
+        if self.cache is not None:
+            self.cache.close()
 
     def identity(self) -> dict[str, str]:
         """The model the URI names and the server it is served from (no user:password part)."""

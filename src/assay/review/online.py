@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
 import os
 import queue
 import threading
@@ -121,8 +122,9 @@ class Online:
             f"sqlite:///{Path.cwd() / '.assay' / 'assay.db'}"
         self._buffer: queue.Queue[Any] = queue.Queue(maxsize=buffer)
         self._lock = threading.Lock()
+        self._calls = itertools.count()
         self._counts = dict.fromkeys(
-            (f.name for f in dataclasses.fields(OnlineStats)), 0)
+            (f.name for f in dataclasses.fields(OnlineStats) if f.name != "calls"), 0)
         self._thread: threading.Thread | None = None
         self._store: Store | None = None
 
@@ -133,14 +135,17 @@ class Online:
     # --- the hot path --------------------------------------------------------------------
 
     def draw(self) -> int | None:
-        """Count a call; its number if it is sampled, else None. Cheap: it runs per call."""
-        counts = self._counts
-        with self._lock:
-            index = counts["calls"]
-            counts["calls"] = index + 1
-            if not self._sampler.chosen(index):
-                return None
-            counts["sampled"] += 1
+        """Count a call; its number if it is sampled, else None. Cheap: it runs per call.
+
+        The number comes from an ``itertools.count``, whose ``next`` is one
+        atomic step: no two calls get the same number, and no lock is taken
+        on the path of a call that is not sampled (a lock cost as much as the
+        rest of that path here).
+        """
+        index = next(self._calls)
+        if not self._sampler.chosen(index):
+            return None
+        self._count("sampled")
         return index
 
     def submit(self, sample: Sample) -> None:
@@ -233,7 +238,9 @@ class Online:
     def stats(self) -> OnlineStats:
         """The counts so far (a snapshot)."""
         with self._lock:
-            return OnlineStats(**self._counts)
+            counts = dict(self._counts)
+        # repr(count(n)) is "count(n)": n, the next number, is how many calls were drawn.
+        return OnlineStats(calls=int(repr(self._calls)[6:-1]), **counts)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every buffered sample is graded; False if ``timeout`` ran out first."""
@@ -294,6 +301,10 @@ class Online:
                 self._count("grader_errors")
             finally:
                 self._buffer.task_done()
+            # Hand the interpreter to a waiting call between samples rather than make
+            # it wait for the forced switch (5 ms): measured in docs/performance.md,
+            # "Online sampling", this cut the p99.9 a call pays from 24 ms to 5 ms.
+            time.sleep(0)
 
     def _grade(self, sample: Sample) -> None:
         from ..store.ledger import utc_stamp

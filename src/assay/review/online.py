@@ -93,7 +93,12 @@ def online(suite: Suite | str | Path, sample: float = 0.05, *, seed: int | None 
 
 
 class Online:
-    """A sampler, its buffer and its grader thread; see :func:`online`."""
+    """A sampler, its buffer and its grader thread; see :func:`online`.
+
+    ``observed``: the kinds of fact the recording vouches for (a decorator and
+    the middleware see the output only); a check reading any other fact is set
+    aside rather than left inconclusive on every sample.
+    """
 
     def __init__(self, suite: Suite | str | Path, sample: float = 0.05, *,
                  seed: int | None = None, db: str | None = None, buffer: int = 1000,

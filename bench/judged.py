@@ -555,8 +555,9 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     work = root / "py-spy"
                     work.mkdir()
-                    print(f"... one more fresh run under py-spy ({args.py_spy_rate} samples/s)", flush=True)
-                    done = run_process([spy, "record", "-r", str(args.py_spy_rate), "-f", "raw", "-o",
+                    rate = str(args.py_spy_rate)
+                    print(f"... one more fresh run under py-spy ({rate} samples/s)", flush=True)
+                    done = run_process([spy, "record", "-r", rate, "-f", "raw", "-o",
                                         args.py_spy, "--", *run_cmd(work, suite,
                                                                      "--no-judge-cache")],
                                        cwd=work, env=env, timeout_s=args.timeout)

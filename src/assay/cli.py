@@ -20,15 +20,19 @@ from .commands.compare import compare
 from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
+from .commands.judges import judges
 from .commands.ledger import ledger
 from .commands.listing import list_
 from .commands.pairwise import pairwise
+from .commands.promote import promote
+from .commands.proxy import proxy
 from .commands.receipt import receipt
 from .commands.rejudge import rejudge
 from .commands.replay import replay
 from .commands.review import review
 from .commands.run import run
 from .commands.stored import runs, show
+from .commands.synth import synth
 
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
@@ -88,6 +92,10 @@ main.add_command(drift)
 main.add_command(pairwise)
 main.add_command(rejudge)
 main.add_command(review)
+main.add_command(judges)
+main.add_command(promote)
+main.add_command(synth)
+main.add_command(proxy)
 
 
 if __name__ == "__main__":  # pragma: no cover

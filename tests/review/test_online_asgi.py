@@ -144,7 +144,7 @@ def test_responses_are_byte_identical_and_sampled_ones_are_graded(tmp_path: Path
     assert leak["events"][0]["arguments"] == {"method": "POST", "path": "/agent",
                                               "body": {"question": "leak"}}
     assert leak["output"] == {"answer": "Traceback (most recent call last): ..."}
-    assert leak["facets"]["online.function"] == "POST /agent"
+    assert leak["facets"]["online_function"] == "POST /agent"
     assert items[3]["trace"]["events"][0]["arguments"]["body"] == "\ufffd not json"
     assert items[3]["trace"]["output"] == "not JSON"
     # Neither the Authorization header nor the query string is kept anywhere.

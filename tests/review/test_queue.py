@@ -262,3 +262,29 @@ def test_the_hidden_dir_reveals_only_the_runs_that_ran_it(project: Project,
     hidden = {(i["run_id"], i["case"]) for i in
               listed(project, "--hidden-dir", str(tmp_path / "private")) if i["hidden"]}
     assert hidden == {(first, f"{CANARY}-hidden-id"), (second, "holdout-1")}
+
+
+def test_items_are_added_by_hand(project: Project) -> None:
+    write_project(project)
+    run_id = run(project, "--review", "none")
+    assert listed(project) == []
+    done = project.assay("review", "--add", run_id, "--case", "passes", "--trial", "2")
+    assert done.code == 0 and "queued 1 trial(s) of passes" in done.out, done.err
+    hidden = project.assay("review", "--add", run_id, "--case", "holdout-1")
+    assert hidden.code == 0 and "queued 2 trial(s) of holdout-1" in hidden.out
+    assert CANARY not in hidden.out + hidden.err
+    again = project.assay("review", "--add", run_id, "--case", "passes", "--trial", "2")
+    assert again.code == 0 and "queued 0 trial(s)" in again.out and "1 queued already" in again.out
+    items = listed(project)
+    assert [(i["case"], i["trial"], i["outcome"], i["source"]) for i in items] == [
+        ("passes", 2, "pass", "manual"), ("holdout-1", 1, "fail", "manual"),
+        ("holdout-1", 2, "fail", "manual")]
+    for args, message in [
+            (("--add", run_id, "--case", "nope"), "has no case nope"),
+            (("--add", run_id, "--case", "passes", "--trial", "9"), "passes has no trial 9"),
+            (("--add", "no-such-run", "--case", "passes"), "no run no-such-run"),
+            (("--add", run_id), "needs --case"),
+            (("--case", "passes"), "go with --add")]:
+        bad = project.assay("review", *args)
+        assert bad.code == 2 and message in bad.err, (args, bad.err)
+        assert "Traceback" not in bad.err

@@ -39,13 +39,19 @@ ENV_REVIEWER = "ASSAY_REVIEWER"
 @click.option("--all", "all_", is_flag=True, help="With --list or --export: decided items too.")
 @click.option("--export", "export", type=click.Path(path_type=Path, dir_okay=False),
               metavar="FILE", help="Write the items as JSON lines to FILE ('-': stdout).")
+@click.option("--add", "add_run", metavar="RUN",
+              help="Queue trials of a stored run by hand: with --case ID (or holdout-N) and "
+                   "optionally --trial N (default: every trial of the case).")
+@click.option("--case", "case_name", metavar="ID", help="With --add: the case.")
+@click.option("--trial", type=click.IntRange(min=1), help="With --add: one trial only.")
 @click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
               envvar="ASSAY_HIDDEN_DIR",
               help="The private hidden cases: items of runs that ran exactly these show "
                    "their content.")
 @DB_OPTION
 def review(item: int | None, verdict: str | None, note: str, reviewer: str | None,
-           list_: bool, all_: bool, export: Path | None, hidden_dir: Path | None,
+           list_: bool, all_: bool, export: Path | None, add_run: str | None,
+           case_name: str | None, trial: int | None, hidden_dir: Path | None,
            db: str | None) -> None:
     """Work the queue of trials waiting for a person's decision.
 
@@ -57,9 +63,13 @@ def review(item: int | None, verdict: str | None, note: str, reviewer: str | Non
 
     try:
         _check(item, verdict, list_, export, all_)
+        _check_add(item, list_, export, add_run, case_name, trial)
         store = open_store(db)
         try:
-            if item is not None:
+            if add_run is not None:
+                assert case_name is not None
+                _add(store, add_run, case_name, trial)
+            elif item is not None:
                 assert verdict is not None
                 _decide(store, item, verdict, note, reviewer or default_reviewer(), hidden_dir)
             elif list_ or export is not None:
@@ -101,6 +111,36 @@ def _check(item: int | None, verdict: str | None, list_: bool, export: Path | No
         raise UsageError("--verdict needs the ITEM it decides: assay review ITEM --verdict V")
     if all_ and not (list_ or export is not None):
         raise UsageError("--all goes with --list or --export")
+
+
+def _check_add(item: int | None, list_: bool, export: Path | None, add_run: str | None,
+               case_name: str | None, trial: int | None) -> None:
+    if add_run is None:
+        if case_name is not None or trial is not None:
+            raise UsageError("--case and --trial go with --add RUN")
+        return
+    if case_name is None:
+        raise UsageError("--add RUN needs --case ID (or holdout-N): which case to queue")
+    if item is not None or list_ or export is not None:
+        raise UsageError("--add queues items: it does not go with ITEM, --list or --export")
+
+
+def _add(store: Store, run_id: str, case_name: str, trial: int | None) -> None:
+    from ..reports.safe import inert
+    from ..review.queue import chosen_items
+    from ..store.ledger import utc_stamp
+    from ..store.reviews import queue_run_items
+
+    report = store.load_report(run_id)
+    try:
+        items = chosen_items(report, case_name, trial, utc_stamp())
+    except ValueError as exc:
+        raise UsageError(f"review: {exc}") from None
+    added = queue_run_items(store, items)
+    label = items[0]["label"]
+    click.echo(inert(f"review: queued {added} trial(s) of {label} in run {run_id}"
+                     + (f" ({len(items) - added} queued already)" if added < len(items)
+                        else "")))
 
 
 def _rows(store: Store, all_: bool) -> list[StoredItem]:

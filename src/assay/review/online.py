@@ -3,10 +3,11 @@
 ``assay.online(suite=…, sample=0.05)`` returns an :class:`Online`: a
 decorator for a production agent function (sync or async), and, through
 ``.asgi(app)``, a middleware for an ASGI app (``review.online_asgi``). A
-seeded share of the calls (``review.sampling``) is recorded — input, output,
-ok or error, duration — and put on a bounded buffer without waiting; a full
-buffer drops the sample and counts it. One daemon thread, started with the
-first sample, grades each with the suite's reference-free checks
+seeded share of the calls is recorded — input, output, ok or error,
+duration — and offered to a bounded buffer without waiting; a full buffer
+drops the sample and counts it. The draw and the buffer are the ones the
+MCP proxy uses (``review.sample_buffer``): one daemon thread, started with
+the first sample, grades each with the suite's reference-free checks
 (``review.reference_free``) through the pure grading core, and queues the
 failing and inconclusive ones for review (``store.reviews.add_item``,
 source ``online``). Nothing the grader does reaches the call: the call's
@@ -16,12 +17,12 @@ docs/decisions/0039-online.md.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import itertools
+import math
 import os
-import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -31,8 +32,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..model import Assertion, Suite
 from .reference_free import Selection, SetAside, select
+from .sample_buffer import Handled, SampleBuffer, Sampler, Tally
 from .samples import Sample, call_input, describe, grade_sample, raised, returned, sample_trace
-from .sampling import Sampler, check_rate, check_seed, new_seed
 
 if TYPE_CHECKING:
     from ..store.database import Store
@@ -45,7 +46,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 OBSERVED = frozenset({"output"})
 #: The label of every online item in the queue (``assay review --list``).
 LABEL = "online"
-_STOP = object()
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,10 @@ class Online:
                  seed: int | None = None, db: str | None = None, buffer: int = 1000,
                  observed: Iterable[str] = OBSERVED) -> None:
         rate = check_rate(sample)
-        self.seed = new_seed() if seed is None else check_seed(seed)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"seed is a whole number, not {seed!r}")
+        #: The seed of the draws (a fresh one when none was given).
+        self.seed = secrets.randbelow(2**32) if seed is None else seed
         if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
             raise ValueError(f"buffer is how many samples may wait for grading (≥ 1); "
                              f"not {buffer!r}")
@@ -122,15 +125,18 @@ class Online:
         self.set_aside: list[SetAside] = chosen.set_aside
         #: The message of the last grading or queueing that raised (None: none has).
         self.last_error: str | None = None
-        self._sampler = Sampler(rate, self.seed)
+        self._take = Sampler(rate * 100, self.seed).take
         self._db_url = db or os.environ.get("ASSAY_DB") or \
             f"sqlite:///{Path.cwd() / '.assay' / 'assay.db'}"
-        self._buffer: queue.Queue[Any] = queue.Queue(maxsize=buffer)
-        self._lock = threading.Lock()
+        self._capacity = buffer
         self._calls = itertools.count()
-        self._counts = dict.fromkeys(
-            (f.name for f in dataclasses.fields(OnlineStats) if f.name != "calls"), 0)
-        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._cancelled = 0
+        #: The buffer samples go to: made with the first sample (a process that forks after
+        #: importing a decorated function gets its own), made anew after ``close``.
+        self._buffer: SampleBuffer[Sample] | None = None
+        #: What buffers closed before the current one counted.
+        self._before = Tally()
         self._store: Store | None = None
 
     def __repr__(self) -> str:
@@ -142,30 +148,25 @@ class Online:
     def draw(self) -> int | None:
         """Count a call; its number if it is sampled, else None. Cheap: it runs per call.
 
-        The number comes from an ``itertools.count``, whose ``next`` is one
-        atomic step: no two calls get the same number, and no lock is taken
-        on the path of a call that is not sampled (a lock cost as much as the
-        rest of that path here).
+        The number comes from an ``itertools.count`` and the draw from the
+        sampler's ``random.Random``, each one atomic step: no lock is taken on
+        the path of a call that is not sampled (a lock cost as much as the rest
+        of that path here).
         """
         index = next(self._calls)
-        if not self._sampler.chosen(index):
-            return None
-        self._count("sampled")
-        return index
+        return index if self._take() else None
 
     def submit(self, sample: Sample) -> None:
-        """Put ``sample`` on the buffer without waiting; full: drop it and count it."""
-        thread = self._thread
-        if thread is None or not thread.is_alive():
-            self._start()
-        try:
-            self._buffer.put_nowait(sample)
-        except queue.Full:
-            self._count("dropped")
+        """Offer ``sample`` to the buffer without waiting; full, it is dropped and counted."""
+        buffer = self._buffer
+        if buffer is None or not buffer.running:
+            buffer = self._new_buffer()
+        buffer.offer(sample)
 
     def count_cancelled(self) -> None:
         """A sampled call ended without an answer (cancelled, interrupted): not recorded."""
-        self._count("cancelled")
+        with self._lock:
+            self._cancelled += 1
 
     def __call__(self, function: F) -> F:
         """Wrap a production agent function (sync or async); calls go through unchanged."""
@@ -243,21 +244,19 @@ class Online:
     def stats(self) -> OnlineStats:
         """The counts so far (a snapshot)."""
         with self._lock:
-            counts = dict(self._counts)
+            buffer, cancelled = self._buffer, self._cancelled
+            tally = _plus(self._before, buffer.tally() if buffer is not None else Tally())
         # repr(count(n)) is "count(n)": n, the next number, is how many calls were drawn.
-        return OnlineStats(calls=int(repr(self._calls)[6:-1]), **counts)
+        return OnlineStats(
+            calls=int(repr(self._calls)[6:-1]), sampled=tally.sampled + cancelled,
+            dropped=tally.dropped, cancelled=cancelled, graded=tally.graded,
+            passed=tally.graded - tally.failed - tally.inconclusive, failed=tally.failed,
+            inconclusive=tally.inconclusive, queued=tally.queued, grader_errors=tally.lost)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every buffered sample is graded; False if ``timeout`` ran out first."""
-        done = self._buffer.all_tasks_done
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with done:
-            while self._buffer.unfinished_tasks:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                done.wait(left)
-        return True
+        buffer = self._buffer
+        return buffer is None or buffer.flush(timeout)
 
     def close(self, timeout: float | None = None) -> bool:
         """Grade what is buffered, stop the grader thread and close the store.
@@ -266,15 +265,15 @@ class Online:
         on its own). Calls made afterwards still work; a new sample starts a
         new grader.
         """
-        if not self.flush(timeout):
-            return False
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None and thread.is_alive():
-            self._buffer.put(_STOP)
-            thread.join(timeout)
-            if thread.is_alive():
+        buffer = self._buffer
+        if buffer is not None:
+            finished = threading.Event()
+            buffer.close(finished.set)
+            if not finished.wait(timeout):
                 return False
+            with self._lock:
+                self._before = _plus(self._before, buffer.tally())
+                self._buffer = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -282,60 +281,64 @@ class Online:
 
     # --- the grader thread ---------------------------------------------------------------
 
-    def _count(self, name: str, by: int = 1) -> None:
+    def _new_buffer(self) -> SampleBuffer[Sample]:
         with self._lock:
-            self._counts[name] += by
+            buffer = self._buffer
+            if buffer is None or not buffer.running:
+                if buffer is not None:  # its thread is gone (a fork): keep what it counted
+                    self._before = _plus(self._before, buffer.tally())
+                buffer = self._buffer = SampleBuffer(self._capacity, self._grade)
+            return buffer
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._thread is not None and self._thread.is_alive():
-                return
-            self._thread = threading.Thread(target=self._work, name="assay-online-grader",
-                                            daemon=True)
-            self._thread.start()
-
-    def _work(self) -> None:
-        while True:
-            sample = self._buffer.get()
-            try:
-                if sample is _STOP:
-                    return
-                self._grade(sample)
-            except BaseException as exc:  # noqa: BLE001 - nothing here may reach a call
-                self.last_error = describe(exc)
-                self._count("grader_errors")
-            finally:
-                self._buffer.task_done()
-            # Hand the interpreter to a waiting call between samples rather than make
-            # it wait for the forced switch (5 ms): measured in docs/performance.md,
-            # "Online sampling", this cut the p99.9 a call pays from about 20 ms to 5 ms.
-            time.sleep(0)
-
-    def _grade(self, sample: Sample) -> None:
+    def _grade(self, sample: Sample) -> Handled:
+        """Grade one sample and queue it unless it passed; runs in the buffer's thread."""
         from ..store.ledger import utc_stamp
         from ..store.reviews import add_item
 
-        record = sample.recorded()
-        trace = sample_trace(record, self._facets(sample.index, record.where))
-        outcome, reason = grade_sample(self.checks, trace, record.unseen)
-        self._count("graded")
-        self._count({"pass": "passed", "fail": "failed"}.get(outcome, "inconclusive"))
+        try:
+            record = sample.recorded()
+            trace = sample_trace(record, self._facets(sample.index, record.where))
+            outcome, reason = grade_sample(self.checks, trace, record.unseen)
+        except BaseException as exc:  # counted as lost by the buffer; the message kept here
+            self.last_error = describe(exc)
+            raise
         if outcome == "pass":
-            return
-        if self._store is None:
-            from ..store.database import open_store
+            return Handled("pass")
+        try:
+            if self._store is None:
+                from ..store.database import open_store
 
-            self._store = open_store(self._db_url)
-        add_item(self._store, {
-            "source": "online", "run_id": None, "suite_id": self.suite_id, "case_id": None,
-            "split": "public", "n": None, "label": LABEL, "outcome": outcome,
-            "reason": reason, "added_at": utc_stamp(),
-        }, trace.model_dump_json().encode("utf-8"))
-        self._count("queued")
+                self._store = open_store(self._db_url)
+            add_item(self._store, {
+                "source": "online", "run_id": None, "suite_id": self.suite_id,
+                "case_id": None, "split": "public", "n": None, "label": LABEL,
+                "outcome": outcome, "reason": reason, "added_at": utc_stamp(),
+            }, trace.model_dump_json().encode("utf-8"))
+        except BaseException as exc:  # noqa: BLE001 - the store's trouble costs this sample only
+            self.last_error = describe(exc)
+            return Handled(outcome, lost=True)
+        return Handled(outcome, queued=True)
 
     def _facets(self, index: int, where: str) -> dict[str, str]:
-        return {"harness": "online", "online.function": where, "online.call": str(index),
-                "online.sample": repr(self.sample), "online.seed": str(self.seed)}
+        # Named as the proxy names its draw (sample_seed, sample_percent).
+        return {"harness": "online", "online_function": where, "online_call": str(index),
+                "sample_seed": str(self.seed), "sample_percent": f"{self.sample * 100:g}"}
+
+
+def _plus(a: Tally, b: Tally) -> Tally:
+    return Tally(**{name: getattr(a, name) + getattr(b, name)
+                    for name in Tally.__dataclass_fields__})
+
+
+def check_rate(sample: object) -> float:
+    """``sample`` as a share of calls in (0, 1]; ValueError saying why it is not one."""
+    rate = float(sample) if isinstance(sample, int | float) and \
+        not isinstance(sample, bool) else math.nan
+    if not 0.0 < rate <= 1.0:  # NaN fails this too
+        zero = " (a rate of 0 would record nothing)" if rate == 0.0 else ""
+        raise ValueError(f"sample is a fraction of calls in (0, 1], such as 0.05; "
+                         f"not {sample!r}{zero}")
+    return rate
 
 
 # --- helpers ----------------------------------------------------------------------------

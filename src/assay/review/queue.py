@@ -60,26 +60,51 @@ def sealed_items(report: Report, policy: str, added_at: str) -> list[dict[str, A
     ``holdout-N`` in report order and keep no reason.
     """
     wanted = outcomes_queued(policy)
-    items: list[dict[str, Any]] = []
     if not wanted:
-        return items
+        return []
+    return [_item(report, case, label, trial, "run", added_at)
+            for case, label in labelled(report)
+            for trial in getattr(case, "trials", []) or [] if trial.outcome in wanted]
+
+
+def labelled(report: Report) -> list[tuple[Any, str]]:
+    """Each case of the full report with its outward name (``holdout-N`` if hidden)."""
+    named: list[tuple[Any, str]] = []
     hidden = 0
     for case in report.cases:
-        split = getattr(case, "split", "public")
-        if split == "hidden":
+        if getattr(case, "split", "public") == "hidden":
             hidden += 1
-        label = f"holdout-{hidden}" if split == "hidden" else case.id
-        for trial in getattr(case, "trials", []) or []:
-            if trial.outcome not in wanted:
-                continue
-            items.append({
-                "source": "run", "run_id": report.run_id, "suite_id": report.suite.id,
-                "case_id": case.id, "split": split, "n": trial.n, "label": label,
-                "outcome": trial.outcome,
-                "reason": None if split == "hidden" else trial.reason,
-                "trace_digest": None, "added_at": added_at,
-            })
-    return items
+            named.append((case, f"holdout-{hidden}"))
+        else:
+            named.append((case, case.id))
+    return named
+
+
+def chosen_items(report: Report, case_name: str, trial: int | None,
+                 added_at: str) -> list[dict[str, Any]]:
+    """Rows for trials added by hand: ``case_name`` (an id or ``holdout-N``), one or all trials.
+
+    ValueError, never quoting a hidden id, when the run has no such case or trial.
+    """
+    for case, label in labelled(report):
+        if case_name in (case.id, label):
+            trials = [t for t in getattr(case, "trials", []) or []
+                      if trial is None or t.n == trial]
+            if not trials:
+                raise ValueError(f"run {report.run_id}: {label} has no trial {trial}"
+                                 if trial is not None else
+                                 f"run {report.run_id}: {label} has no trials")
+            return [_item(report, case, label, t, "manual", added_at) for t in trials]
+    raise ValueError(f"run {report.run_id} has no case {case_name}")
+
+
+def _item(report: Report, case: Any, label: str, trial: Any, source: str,
+          added_at: str) -> dict[str, Any]:
+    split = getattr(case, "split", "public")
+    return {"source": source, "run_id": report.run_id, "suite_id": report.suite.id,
+            "case_id": case.id, "split": split, "n": trial.n, "label": label,
+            "outcome": trial.outcome, "reason": None if split == "hidden" else trial.reason,
+            "trace_digest": None, "added_at": added_at}
 
 
 @dataclass(frozen=True)

@@ -1,46 +1,49 @@
-"""The checks a suite can apply to a production call: the reference-free ones (SPEC §10).
+"""The reference-free checks of a suite: what can grade traffic no case was written for.
 
-A production call has no case: nobody wrote down its expected answer. A
-check can grade it only if its verdict does not depend on the case it was
-written for — a rule that holds for any input (the output is valid against
-a schema, never says "Traceback", the agent never calls ``erp.transfer``),
-not an answer to one input (the total is "42.00"). Which checks are of that
-kind is decided here, by name and, for ``status``, by argument; the reasons
-are in docs/decisions/0039-online.md. Pure: no store, no thread, no print.
+Online sampling and the MCP proxy grade calls that real users made, not the
+cases of a suite. Only an assertion whose verdict does not depend on the
+case it was written for can judge such a call: a prohibition (``never_calls``,
+``not_contains``, ``never_activates_skill``), a bound (``within_steps``,
+``costs_at_most``), a shape (``status: ok``, ``type``, ``schema``), whether the
+agent finished (``settles``), or the author's own ``grader``. An expected
+value (``equals``, ``contains``, ``approx``, ``one_of`` …), a call the case
+requires (``calls``, ``calls_before``, ``asks``), a status one input was
+meant to provoke (``status: refused``) or a judge's reading against a
+reference (``judge``, ``rubric``, ``similar``) says nothing about an input
+nobody anticipated, so it is left out (``why_not`` says why, per check).
+Of a suite's budgets (``within_steps``, ``costs_at_most``) the loosest is
+kept: a case's budget is its own; the loosest is the one every input had.
 
-Only public cases are read. A hidden case's checks are not used, whatever
-they are: their arguments are secret (a ``not_contains`` would put its text
-in every queued reason), and grading production traffic with them would let
-whoever sees the queue learn what the hidden set tests.
+Pure: it reads a loaded suite and returns assertions. Only public cases are
+read: a hidden case's assertions may quote its content (PRINCIPLES 5), and a
+check that only a hidden case holds would turn a sampled call's verdict into
+a hint about the hidden set. Shared by the proxy (``review.proxy``,
+docs/decisions/0040-mcp-proxy.md) and online sampling (``review.online``,
+docs/decisions/0039-online.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical
 from ..model import Assertion, Suite
 
-#: Checks whose verdict holds for any input, with the argument they need to be so
-#: (None: any argument). ``status`` only as ``ok``: ``error``, ``refused`` and
-#: ``timeout`` are what one input was meant to provoke.
-REFERENCE_FREE: dict[str, frozenset[Any] | None] = {
-    "status": frozenset({"ok"}),
-    "type": None,
-    "schema": None,
-    "not_contains": None,
-    "never_calls": None,
-    "never_activates_skill": None,
-    "settles": None,
-    "within_steps": None,
-    "costs_at_most": None,
-    "grader": None,
-}
+#: Checks whose verdict holds for any input: they may grade traffic no case anticipated.
+REFERENCE_FREE = frozenset({
+    "status", "type", "schema", "not_contains",
+    "never_calls", "never_activates_skill", "settles", "within_steps", "costs_at_most",
+    "grader",
+})
+#: The one ``status`` every call should end in; ``error``, ``refused`` and ``timeout``
+#: are what one case's input was meant to provoke.
+STATUS_ANY_INPUT = "ok"
+#: Budgets: of a suite's (per check, path, units and ``min_evidence``) the loosest is kept.
+BUDGETS = frozenset({"within_steps", "costs_at_most"})
 
-#: Why the other checks are not used online, by name.
+#: Why the other checks do not grade traffic, by name.
 WHY_NOT: dict[str, str] = {
     "equals": "compares with one case's answer",
     "one_of": "compares with one case's answers",
@@ -54,20 +57,52 @@ WHY_NOT: dict[str, str] = {
     "calls_before": "asks for an order one case's task needs",
     "asks": "asks for a question one case's task needs",
     "activates_skill": "asks for the skill one case's task needs",
-    "exit_code": "an exit code is a process's; a production call has none",
-    "judge": "judged checks are not graded online in this version (a judge call per sample "
-             "costs money and its criteria are usually written for one case)",
-    "rubric": "judged checks are not graded online in this version",
+    "exit_code": "an exit code is a process's; a call has none",
+    "judge": "judged checks do not grade traffic in this version (a judge call per sample "
+             "costs money, and its criteria are usually written for one case)",
+    "rubric": "judged checks do not grade traffic in this version",
     "similar": "compares with one case's reference text",
 }
 
-#: Budgets: the loosest of a suite's (per check, path and unit) is the one every input had.
-BUDGETS = ("within_steps", "costs_at_most")
+
+def why_not(assertion: Assertion) -> str | None:
+    """Why ``assertion`` cannot grade a call no case was written for (None: it can)."""
+    if assertion.check == "status" and assertion.arg != STATUS_ANY_INPUT:
+        return (f"status: {assertion.arg} is what one case's input was meant to provoke; "
+                f"only status: {STATUS_ANY_INPUT} holds for every call")
+    if assertion.check in REFERENCE_FREE:
+        return None
+    return WHY_NOT.get(assertion.check, "not known to hold for every input")
+
+
+def is_reference_free(assertion: Assertion) -> bool:
+    """Whether ``assertion`` can judge a call no case of its suite was written for."""
+    return why_not(assertion) is None
+
+
+def reference_free(suite: Suite) -> list[Assertion]:
+    """The suite's reference-free assertions over its public cases, each once, in the
+    order they first appear; of its budgets, the loosest.
+
+    Two assertions are the same when they name the same check with the same
+    argument and modifiers, written in the same file (a grader's module is
+    found beside the file that names it).
+    """
+    return _unique(_loosest(a for case in suite.public_cases() for a in case.expect
+                            if is_reference_free(a)))
+
+
+def left_out(suite: Suite) -> list[str]:
+    """The checks of the suite's public cases that ``reference_free`` leaves out, by name,
+    each once (to say why a suite has nothing to grade traffic with)."""
+    names = (a.check for case in suite.public_cases() for a in case.expect
+             if not is_reference_free(a))
+    return list(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
 class SetAside:
-    """A public check not used online, and why (its label only: public content)."""
+    """A public check that does not grade traffic, and why (its label only: public content)."""
 
     assertion: str
     case: str
@@ -76,77 +111,89 @@ class SetAside:
 
 @dataclass(frozen=True)
 class Selection:
-    """The checks an online wrapper grades with, and the public ones it does not use."""
+    """The checks that grade traffic, and the public ones that do not (with why)."""
 
     checks: list[Assertion]
     set_aside: list[SetAside] = field(default_factory=list)
 
 
-def why_not(assertion: Assertion) -> str | None:
-    """Why ``assertion`` is not reference-free (None: it is)."""
-    if assertion.check in REFERENCE_FREE:
-        allowed = REFERENCE_FREE[assertion.check]
-        if allowed is None or assertion.arg in allowed:
-            return None
-        return (f"{assertion.check}: {assertion.arg} is what one case's input was meant to "
-                "provoke; only status: ok holds for every call")
-    return WHY_NOT.get(assertion.check, "not known to hold for every input")
-
-
 def select(suite: Suite, observed: Collection[str]) -> Selection:
-    """The reference-free checks of ``suite``'s public cases that read only ``observed`` facts.
+    """``reference_free(suite)`` less the checks that read a fact the recording does not
+    observe, and every public check left out, each with why.
 
-    ``observed``: the kinds of fact (``model.FACTS``) the online recording vouches
-    for — a function's return value is ``output``; tool calls, steps and cost
-    a decorator does not see. Checks are deduplicated across cases; of
-    budgets, the loosest is kept. Order: first appearance in the suite.
+    ``observed``: the kinds of fact (``model.FACTS``) the recording vouches
+    for. A decorated function shows its return value (``output``), not the
+    tool calls, steps or cost inside it: a ``never_calls`` would be
+    inconclusive on every sample, so it is set aside instead.
     """
     from ..checks import lookup
 
-    kept: dict[str, Assertion] = {}
-    budgets: dict[str, Assertion] = {}
+    def unseen(assertion: Assertion) -> list[str]:
+        check = lookup(assertion.check)
+        facts = check.facts(assertion.arg) if check is not None else ()
+        return [fact for fact in facts if fact not in observed]
+
     aside: list[SetAside] = []
     for case in suite.public_cases():
         for assertion in case.expect:
             reason = why_not(assertion)
-            check = lookup(assertion.check)
-            if reason is None and check is not None:
-                unseen = [f for f in check.facts(assertion.arg) if f not in observed]
-                if unseen:
-                    reason = (f"reads {', '.join(unseen)}, which the online recording does "
-                              "not observe")
+            missing = unseen(assertion) if reason is None else []
+            if missing:
+                reason = f"reads {', '.join(missing)}, which the recording does not observe"
             if reason is not None:
                 aside.append(SetAside(assertion.label(), case.id, reason))
-                continue
-            if assertion.check in BUDGETS:
-                key = _budget_key(assertion)
-                held = budgets.get(key)
-                budgets[key] = assertion if held is None else _loosest(held, assertion)
-                kept.setdefault(key, assertion)
-            else:
-                kept.setdefault(_key(assertion), assertion)
-    checks = [budgets.get(key, assertion) for key, assertion in kept.items()]
+    checks = [a for a in reference_free(suite) if not unseen(a)]
     return Selection(checks, aside)
 
 
-def _key(assertion: Assertion) -> str:
-    body = assertion.model_dump(mode="json")
-    if assertion.check == "grader":  # resolved beside the file that names it
-        body["base"] = str(Path(assertion.file).parent) if assertion.file else None
-    return canonical(body).decode()
+def _unique(assertions: Iterable[Assertion]) -> list[Assertion]:
+    seen: set[tuple[str, str | None]] = set()
+    kept: list[Assertion] = []
+    for assertion in assertions:
+        # ``model_dump`` leaves out the line and file (they are excluded fields);
+        # the file is kept apart since a grader's meaning depends on it.
+        key = (json.dumps(assertion.model_dump(mode="json"), sort_keys=True, default=repr),
+               assertion.file)
+        if key not in seen:
+            seen.add(key)
+            kept.append(assertion)
+    return kept
+
+
+def _loosest(assertions: Iterable[Assertion]) -> list[Assertion]:
+    """``assertions`` with each group of like budgets as its loosest, where the first was."""
+    given = list(assertions)
+    loosest: dict[str, Assertion] = {}
+    for assertion in given:
+        if assertion.check in BUDGETS:
+            key = _budget_key(assertion)
+            held = loosest.get(key)
+            loosest[key] = assertion if held is None else _looser(held, assertion)
+    kept: list[Assertion] = []
+    placed: set[str] = set()
+    for assertion in given:
+        if assertion.check not in BUDGETS:
+            kept.append(assertion)
+            continue
+        key = _budget_key(assertion)
+        if key not in placed:
+            placed.add(key)
+            kept.append(loosest[key])
+    return kept
 
 
 def _budget_key(assertion: Assertion) -> str:
     units = sorted(assertion.arg) if isinstance(assertion.arg, dict) else None
     evidence = assertion.min_evidence.value if assertion.min_evidence else None
-    return canonical({"check": assertion.check, "path": assertion.path, "units": units,
-                      "min_evidence": evidence}).decode()
+    return json.dumps({"check": assertion.check, "path": assertion.path, "units": units,
+                       "min_evidence": evidence}, sort_keys=True)
 
 
-def _loosest(held: Assertion, other: Assertion) -> Assertion:
+def _looser(held: Assertion, other: Assertion) -> Assertion:
     """``held`` with each limit raised to ``other``'s where that is larger (same units)."""
+    arg: Any
     if isinstance(held.arg, dict) and isinstance(other.arg, dict):
-        arg: Any = {unit: max(held.arg[unit], other.arg[unit]) for unit in held.arg}
+        arg = {unit: max(held.arg[unit], other.arg[unit]) for unit in held.arg}
     else:
         arg = max(held.arg, other.arg)
     return held if arg == held.arg else held.model_copy(update={"arg": arg})

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from ..model import Assertion, Event, Evidence, Trace
 from ..model.storable import NotPlain, json_copy, plain_copy
+from .sample_buffer import Outcome
 
 #: The longest reason kept with a queued item (notes may quote the output).
 MAX_REASON = 2000
@@ -84,7 +85,7 @@ def sample_trace(record: Recorded, facets: dict[str, str]) -> Trace:
 
 
 def grade_sample(checks: list[Assertion], trace: Trace,
-                 unseen: str | None = None) -> tuple[str, str | None]:
+                 unseen: str | None = None) -> tuple[Outcome, str | None]:
     """The sample's outcome (pass, fail, inconclusive) and, unless it passed, why."""
     from ..checks import grade_trace
     from ..grading.fold import fold_trial
@@ -92,6 +93,8 @@ def grade_sample(checks: list[Assertion], trace: Trace,
     trial = fold_trial(1, grade_trace(checks, trace), trace=trace)
     if trial.outcome == "pass":
         return "pass", None
+    # fold_trial calls a trial broken only when told it never ran; a sample ran.
+    outcome: Outcome = "fail" if trial.outcome == "fail" else "inconclusive"
     reason = trial.reason or trial.outcome
     if unseen is not None and trial.outcome == "inconclusive":
         reason = f"{unseen}: not graded"
@@ -99,7 +102,7 @@ def grade_sample(checks: list[Assertion], trace: Trace,
         reason = f"{reason} ({trace.error})"
     if len(reason) > MAX_REASON:
         reason = reason[:MAX_REASON - 1] + "…"
-    return trial.outcome, reason
+    return outcome, reason
 
 
 class _NotJson(Exception):  # noqa: N818 - a signal

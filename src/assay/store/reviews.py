@@ -86,6 +86,12 @@ def queue_items(connection: Connection, items: Sequence[dict[str, Any]]) -> int:
     return len(fresh)
 
 
+def queue_run_items(store: Store, items: Sequence[dict[str, Any]]) -> int:
+    """Queue trials of a stored run (added by hand); how many were not queued already."""
+    with store.writing(str(items[0]["run_id"]) if items else "queue") as connection:
+        return queue_items(connection, items)
+
+
 def add_item(store: Store, item: dict[str, Any], trace: bytes | None = None) -> int:
     """Queue one item (an online sample, a proxied call, one added by hand); its number.
 

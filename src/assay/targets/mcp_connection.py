@@ -253,6 +253,11 @@ class Connection:
                 return tools
         raise ProtocolError(f"the tool list goes on past {_MAX_PAGES} pages")
 
+    async def send(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
+        """Any request, its result as the SDK returns it (the MCP proxy forwards results
+        unchanged); errors as for ``call``."""
+        return await self._request(send)
+
     async def _request(self, send: Callable[[Client], Awaitable[_T]]) -> _T:
         """Send one request through the client, mapping what goes wrong (see ``call``)."""
         from mcp import MCPError

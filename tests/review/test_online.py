@@ -480,3 +480,22 @@ def test_hidden_cases_are_never_used_online(tmp_path: Path) -> None:
     [row] = queued_rows(tmp_path)
     assert row["reason"] == 'not_contains: contains "Traceback"'
     assert CANARY.encode() not in (tmp_path / ".assay" / "assay.db").read_bytes()
+
+
+def test_the_review_screen_shows_a_sample_s_input_and_output(tmp_path: Path) -> None:
+    from assay.review.detail import detail, view
+    from assay.store.database import open_store
+    from assay.store.reviews import list_items
+
+    wrapper = assay.online(write_suite(tmp_path), sample=1.0, db=store_url(tmp_path))
+    wrapper(lambda request: {"answer": "Traceback [bold]here[/bold]"})({"question": "where?"})
+    assert wrapper.close(30)
+    store = open_store(store_url(tmp_path))
+    try:
+        [row] = list_items(store)
+        shown_text = detail(view(store, row, reveal=False)).plain
+    finally:
+        store.close()
+    assert "source: online" in shown_text
+    assert 'message input {\n  "question": "where?"\n}' in shown_text
+    assert "Traceback [bold]here[/bold]" in shown_text  # shown as text, never as markup

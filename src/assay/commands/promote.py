@@ -147,15 +147,9 @@ def _resolve(run: RunCases, given: str, hidden_dir: Path | None) -> _Case:
 
 def _holds(run: RunCases, hidden_dir: Path | None) -> bool:
     """Whether ``hidden_dir`` holds exactly the hidden set the run ran (by its digest)."""
-    if hidden_dir is None or run.hidden_set is None:
-        return False
-    from ..suites.hidden import private_folder
-    from ..suites.loader import hidden_set_digest
+    from ..review.reveal import holds_hidden_set
 
-    try:
-        return hidden_set_digest(private_folder(hidden_dir, run.suite_id)) == run.hidden_set
-    except AssayError:  # a broken private folder proves nothing
-        return False
+    return holds_hidden_set(hidden_dir, run.suite_id, run.hidden_set)
 
 
 def _trial(trials: list[CaseTrial], n: int | None, label: str, run_id: str) -> CaseTrial:

@@ -59,6 +59,7 @@ def review(item: int | None, verdict: str | None, note: str, reviewer: str | Non
     reviewer's name, sealed as a `review` ledger entry. Exit 2 for an item
     that does not exist or was decided already.
     """
+    from ..review.reveal import revealed
     from ..store.database import open_store
 
     try:
@@ -149,32 +150,6 @@ def _rows(store: Store, all_: bool) -> list[StoredItem]:
     return list_items(store, decided=None if all_ else False)
 
 
-def revealed(store: Store, rows: list[StoredItem], hidden_dir: Path | None) -> set[str]:
-    """The runs whose hidden set ``hidden_dir`` holds: their hidden items may be shown whole."""
-    if hidden_dir is None:
-        return set()
-    from ..store.reviews import hidden_sets
-    from ..suites.hidden import private_folder
-    from ..suites.loader import hidden_set_digest
-
-    runs = hidden_sets(store, [r.run_id for r in rows if r.run_id and r.split == "hidden"])
-    held: dict[tuple[str, str], bool] = {}
-    shown: set[str] = set()
-    for run_id, (suite_id, hidden_set) in runs.items():
-        if hidden_set is None:
-            continue
-        key = (suite_id, hidden_set)
-        if key not in held:
-            folder = private_folder(hidden_dir, suite_id)
-            try:
-                held[key] = hidden_set_digest(folder) == hidden_set
-            except AssayError:  # a broken private folder proves nothing
-                held[key] = False
-        if held[key]:
-            shown.add(run_id)
-    return shown
-
-
 def _print_list(rows: list[StoredItem], reveal: set[str]) -> None:
     from ..reports.safe import inert
     from ..review.queue import shown
@@ -223,6 +198,8 @@ def _decide(store: Store, item: int, verdict: str, note: str, reviewer: str,
         before = taken.row
         raise UsageError(f"review: item {item} was decided already: {before.verdict} by "
                          f"{before.reviewer} at {before.decided_at}") from None
+    from ..review.reveal import revealed
+
     done = shown(row, reveal=row.run_id in revealed(store, [row], hidden_dir))
     click.echo(inert(f"review: item {done.item} ({done.case}) {done.verdict} by "
                      f"{done.reviewer}; ledger entry {row.entry}"))
@@ -232,5 +209,8 @@ def _screen(store: Store, reviewer: str, hidden_dir: Path | None) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("review: the review screen needs a terminal; use --list, --export F "
                          "or ITEM --verdict V --note N")
-    raise UsageError("review: the review screen is not built yet; use --list, --export F "
-                     "or ITEM --verdict V --note N")
+    from ..errors import HarnessFailure
+    from ..review.screen import run_screen
+
+    if run_screen(store, reviewer, hidden_dir) != 0:
+        raise HarnessFailure("review: the review screen stopped on an error (above)")

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = ["AgentError", "Case", "PolicyDenied", "Refused", "Suite", "__version__", "expect",
-           "publish_gated"]
+           "online", "publish_gated"]
 
 if TYPE_CHECKING:
     from . import expect
     from .analysis.gate import PolicyDenied, publish_gated
     from .model import Case, Suite
+    from .review.online import online
     from .targets.python import AgentError, Refused
 
 
@@ -29,6 +30,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module("assay.expect")
     if name in ("PolicyDenied", "publish_gated"):
         return getattr(importlib.import_module("assay.analysis.gate"), name)
+    if name == "online":
+        return importlib.import_module("assay.review.online").online
     if name in ("AgentError", "Refused"):
         return getattr(importlib.import_module("assay.targets.python"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")

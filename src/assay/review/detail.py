@@ -183,6 +183,10 @@ def _event(out: Text, event: Event) -> None:
             out.append("message ", style="bold")
             out.append(_cut(inert(event.text)))
             out.append("\n")
+        elif event.arguments is not None:  # an online sample's input that is not text
+            out.append(f"message {name} " if name else "message ", style="bold")
+            out.append(_value(event.arguments))
+            out.append("\n")
     elif event.kind == "tool_call":
         out.append("→ call ", style="bold blue")
         out.append(name, style="blue")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,13 +115,35 @@ class SampleBuffer(Generic[T]):
                 self._counts["dropped"] += 1
                 return False
             self._waiting.append(item)
-            self._lock.notify()
+            self._lock.notify_all()  # the worker, not a flush that waits on the same lock
             return True
 
     def tally(self) -> Tally:
         """The counts so far."""
         with self._lock:
             return Tally(**self._counts)
+
+    @property
+    def running(self) -> bool:
+        """Whether the worker thread is there to grade (not in a process forked after it
+        started, not after the buffer was abandoned or finished)."""
+        return self._thread.is_alive()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until no sample waits or is being graded; False if ``timeout`` ran out first.
+
+        The buffer stays open (``close`` is for the end).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._waiting or self._busy:
+                if not self._thread.is_alive():  # nobody is left to grade them
+                    return False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
 
     def close(self, on_finished: Callable[[], None]) -> None:
         """Take no more samples; ``on_finished`` is called (from the worker thread, or here
@@ -162,13 +185,19 @@ class SampleBuffer(Generic[T]):
                 self._busy = True
             try:
                 handled: Handled | None = self._handle(item)
-            except Exception:  # noqa: BLE001 - counted; the next sample is graded all the same
-                handled = None
+            except BaseException:  # noqa: BLE001 - counted; the next sample is graded all the same
+                handled = None  # (a BaseException too: a grader calling sys.exit stops nothing)
             with self._lock:
                 self._busy = False
                 if self._abandoned:  # while this one was being graded: it is not counted
                     return
                 self._count(handled)
+                self._lock.notify_all()  # for flush
+            # Hand the interpreter to a caller waiting for it between samples rather than
+            # make it wait for the forced switch (5 ms): with a saturated grader, what a
+            # sampled call pays fell from +185 µs to +10 µs at the median, 2.0 to 0.7 ms
+            # at p99.9 (docs/performance.md, "Online sampling").
+            time.sleep(0)
         with self._lock:
             self._done = True
             finished, self._finished = self._finished, []

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..errors import AssayError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..suites import LoadedSuite
 
 EXIT_PASSED, EXIT_NOT_PASSED, EXIT_USAGE, EXIT_HARNESS = 0, 1, 2, 3
@@ -95,6 +98,21 @@ DB_OPTION = click.option(
 
 #: ``--json -`` / ``--markdown -``: write to standard output instead of a file.
 STDOUT = Path("-")
+
+
+def show_result(json_path: Path | None, data: dict[str, Any],
+                show: Callable[[Console], None]) -> None:
+    """A command's result: as JSON to ``json_path`` when given (``-``: stdout), and on the
+    terminal through ``show`` unless the JSON went to stdout; exit 3 if the file failed."""
+    from rich.console import Console as Terminal
+
+    from ..reports.safe import json_text
+
+    written = write_output(json_path, json_text(data)) if json_path is not None else True
+    if json_path != STDOUT:
+        show(Terminal(file=sys.stdout, highlight=False))
+    if not written:
+        sys.exit(EXIT_HARNESS)
 
 
 def write_output(path: Path, text: str) -> bool:

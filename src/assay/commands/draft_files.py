@@ -8,9 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import UsageError
-
-#: ``--out -``: standard output.
-STDOUT = Path("-")
+from .common import STDOUT
 
 
 def write_draft(path: Path, text: str, *, force: bool) -> None:

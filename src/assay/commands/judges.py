@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import AssayError
-from .common import DB_OPTION, EXIT_HARNESS, STDOUT, fail, write_output
+from .common import DB_OPTION, EXIT_HARNESS, STDOUT, fail, show_result, write_output
 
 
 @click.command()
@@ -34,7 +34,6 @@ def judges(judge: str | None, json_path: Path | None, db: str | None) -> None:
     """
     from ..analysis.calibration import Calibration, NoSuchJudge, calibrate
     from ..errors import UsageError
-    from ..reports.safe import json_text
     from ..store.calibration import reviewed_trials
     from ..store.database import open_store
 
@@ -60,17 +59,9 @@ def judges(judge: str | None, json_path: Path | None, db: str | None) -> None:
     except AssayError as error:
         fail(error)
         return
-    written = True
-    if json_path is not None:
-        written = write_output(json_path, json_text(result.to_json()))
-    if json_path != STDOUT:
-        from rich.console import Console
+    from ..reports.calibration import print_calibration
 
-        from ..reports.calibration import print_calibration
-
-        print_calibration(Console(file=sys.stdout, highlight=False), result)
-    if not written:
-        sys.exit(EXIT_HARNESS)
+    show_result(json_path, result.to_json(), lambda console: print_calibration(console, result))
 
 
 def _write(path: Path, data: dict[str, object]) -> None:

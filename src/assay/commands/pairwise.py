@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
 
 from ..errors import AssayError
-from .common import DB_OPTION, EXIT_HARNESS, STDOUT, fail, write_output
+from .common import DB_OPTION, fail, show_result
 
 
 @click.command()
@@ -50,7 +49,6 @@ def pairwise(run_a: str, run_b: str, criteria: str | None, judge_uri: str | None
     from ..analysis.pairwise import pairwise as compare_pairwise
     from ..errors import UsageError
     from ..judging.judges import ENV_BASE_URL, ENV_JUDGE, parse_judge
-    from ..reports.safe import json_text
 
     try:
         if criteria is None:
@@ -79,15 +77,7 @@ def pairwise(run_a: str, run_b: str, criteria: str | None, judge_uri: str | None
     except AssayError as error:
         fail(error)
         return
-    written = True
-    if json_path is not None:
-        written = write_output(json_path, json_text(result.to_json()))
-    if json_path != STDOUT:
-        from rich.console import Console
+    from ..reports.pairwise import print_pairwise
 
-        from ..reports.pairwise import print_pairwise
-
-        print_pairwise(Console(file=sys.stdout, highlight=False), result)
-    if not written:
-        sys.exit(EXIT_HARNESS)
+    show_result(json_path, result.to_json(), lambda console: print_pairwise(console, result))
 

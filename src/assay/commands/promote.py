@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AssayError, UsageError
-from .common import DB_OPTION, fail
-from .draft_files import STDOUT, write_draft
+from .common import DB_OPTION, STDOUT, fail
+from .draft_files import write_draft
 
 if TYPE_CHECKING:
     from ..review.drafts import Promotion

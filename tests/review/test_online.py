@@ -446,8 +446,11 @@ def test_failing_samples_are_listed_by_assay_review(project: Project,
     assert len(lines) == 3 and all(" online " in line and "[open]" in line for line in lines)
     exported = project.assay("review", "--export", "-")
     items = [json.loads(line) for line in exported.out.splitlines()]
-    assert [(i["source"], i["case"], i["outcome"], i["hidden"], i["run_id"]) for i in items] == \
-        [("online", "online", "fail", False, None)] * 3
+    assert [(i["source"], i["outcome"], i["hidden"], i["run_id"]) for i in items] == \
+        [("online", "fail", False, None)] * 3
+    # Each named by the function and the call's number (the 'hi' call, number 0, passed).
+    assert [i["case"].rsplit(" (call ", 1)[1] for i in items] == ["1)", "2)", "3)"]
+    assert all(i["case"].rsplit(" (call ", 1)[0].endswith("agent") for i in items)
     assert [i["reason"] for i in items] == [
         'not_contains: contains "Traceback"',
         "type $.answer: is integer, expected string",

@@ -44,8 +44,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: What a decorated function's recording vouches for: its return value, nothing else
 #: (it does not see the tool calls, steps or cost inside the function).
 OBSERVED = frozenset({"output"})
-#: The label of every online item in the queue (``assay review --list``).
-LABEL = "online"
 
 
 @dataclass(frozen=True)
@@ -294,6 +292,7 @@ class Online:
         """Grade one sample and queue it unless it passed; runs in the buffer's thread."""
         from ..store.ledger import utc_stamp
         from ..store.reviews import add_item
+        from .queue import call_label
 
         try:
             record = sample.recorded()
@@ -311,7 +310,8 @@ class Online:
                 self._store = open_store(self._db_url)
             add_item(self._store, {
                 "source": "online", "run_id": None, "suite_id": self.suite_id,
-                "case_id": None, "split": "public", "n": None, "label": LABEL,
+                "case_id": None, "split": "public", "n": None,
+                "label": call_label(record.where, sample.index),
                 "outcome": outcome, "reason": reason, "added_at": utc_stamp(),
             }, trace.model_dump_json().encode("utf-8"))
         except BaseException as exc:  # noqa: BLE001 - the store's trouble costs this sample only

@@ -31,8 +31,8 @@ EVIDENCE = {"output": Evidence.OBSERVED, "tool_calls": Evidence.OBSERVED,
             "steps": Evidence.OBSERVED}
 #: The source of the proxy's queue items.
 SOURCE = "proxy"
-#: Longest label and reason a queue row keeps (the label column holds 200 characters).
-LABEL_CHARS, REASON_CHARS = 200, 2000
+#: Longest reason a queue row keeps.
+REASON_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,9 @@ def queue_row(checks: ProxyChecks, call: ProxiedCall, trial: TrialResult) -> dic
     Not a run's trial: no run id, no case; the label names the tool and the
     call's number in its proxy session.
     """
-    label = f"{call.tool} (call {call.number})"
-    if len(label) > LABEL_CHARS:
-        label = f"{call.tool[:LABEL_CHARS - 20]}… (call {call.number})"
+    from .queue import call_label
+
+    label = call_label(call.tool, call.number)
     reason = trial.reason
     if reason is not None and len(reason) > REASON_CHARS:
         reason = reason[:REASON_CHARS - 1] + "…"

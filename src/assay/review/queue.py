@@ -38,6 +38,18 @@ DEFAULT_POLICY = "both"
 EXPORT_FORMAT = "assay.review-item/1"
 
 
+#: The most characters of a label (the ``review_items.label`` column holds 200).
+LABEL_CHARS = 200
+
+
+def call_label(name: str, number: int) -> str:
+    """The label of a sampled call that is no case: what was called, and which call it was."""
+    label = f"{name} (call {number})"
+    if len(label) > LABEL_CHARS:
+        label = f"{name[:LABEL_CHARS - 20]}… (call {number})"
+    return label
+
+
 def outcomes_queued(policy: str) -> frozenset[str]:
     """The trial outcomes ``--review POLICY`` queues; ValueError naming the choices."""
     try:

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,30 @@ class ProcessRun:
         return "\n".join(text[-lines:])
 
 
+#: Runs the measured command for ``run_process``: forks it from this small process
+#: (so its peak RSS is its own, see there), waits for it with wait4() and writes
+#: "peak_rss_kib cpu_s wall_s wait_status" to the file descriptor in argv[1].
+_LAUNCHER = """
+import os, sys, time
+report, argv = int(sys.argv[1]), sys.argv[2:]
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        os.write(2, ("[bench] cannot run %s: %s\\n" % (argv[0], error)).encode())
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(report, ("%d %r %r %d" % (usage.ru_maxrss, usage.ru_utime + usage.ru_stime, wall,
+                                   status)).encode())
+code = os.waitstatus_to_exitcode(status)
+os._exit(code if code >= 0 else 128 - code)
+"""
+
+
 def run_process(
     argv: list[str],
     *,
@@ -44,44 +67,68 @@ def run_process(
 ) -> ProcessRun:
     """Run argv to completion; return wall time and the child's own peak RSS.
 
-    Peak RSS comes from wait4() on this very child (ru_maxrss, KiB on Linux),
-    so it is not polluted by other children the caller ran before, as
-    RUSAGE_CHILDREN's running maximum would be. Linux folds the maxima of the
-    child's reaped descendants into it. Output goes to temporary files (not
-    pipes) so that nothing but wait4 reaps the child; a timer kills a child
-    that outlives timeout_s.
+    Peak RSS comes from wait4() on the command's process (ru_maxrss, KiB on
+    Linux), so it is not polluted by other children the caller ran before, as
+    RUSAGE_CHILDREN's running maximum would be; Linux folds the maxima of the
+    command's reaped descendants into it. The command is forked from a small
+    launcher, not from this process: on exec, Linux also folds the peak RSS
+    of the process that forked into the child's (a bench that holds 400 MiB
+    would otherwise report 400 MiB for ``python -c pass``). The launcher
+    times the command from its fork to its exit and reports the figures;
+    output goes to temporary files; a timer kills the launcher and the
+    command (their own process group) if they outlive timeout_s.
     """
+    import sys
+
+    read_end, write_end = os.pipe()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            argv,
-            cwd=str(cwd) if cwd is not None else None,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-        )
-        killer = threading.Timer(timeout_s, proc.kill)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-S", "-c", _LAUNCHER, str(write_end), *argv],
+                cwd=str(cwd) if cwd is not None else None,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                pass_fds=(write_end,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_end)
+        killer = threading.Timer(timeout_s, lambda: _kill_group(proc.pid))
         killer.daemon = True
         killer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
             killer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        with os.fdopen(read_end, "rb") as report:
+            figures = report.read().split()
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
-    if proc.returncode == -signal.SIGKILL:
+    if len(figures) == 4:  # the launcher saw the command end
+        peak_kib, cpu_s, wall = int(figures[0]), float(figures[1]), float(figures[2])
+        returncode = os.waitstatus_to_exitcode(int(figures[3]))
+    else:  # the launcher itself was killed: its own figures, the best there are
+        peak_kib, cpu_s, wall = usage.ru_maxrss, usage.ru_utime + usage.ru_stime, float("nan")
+        returncode = os.waitstatus_to_exitcode(status)
+    if returncode == -signal.SIGKILL:
         stderr += f"\n[bench] killed (time limit {timeout_s:.0f} s?)"
     return ProcessRun(
         argv=argv,
-        returncode=proc.returncode,
+        returncode=returncode,
         wall_s=wall,
-        peak_rss_mib=usage.ru_maxrss / 1024,
+        peak_rss_mib=peak_kib / 1024,
         stdout=stdout,
         stderr=stderr,
-        # CPU (user + system) of the child and its reaped descendants, from the same wait4.
-        extra={"cpu_s": usage.ru_utime + usage.ru_stime},
+        # CPU (user + system) of the command and its reaped descendants, from the same wait4.
+        extra={"cpu_s": cpu_s},
     )
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AssayError, UsageError
+from ..review.queue import VERDICTS
 from .common import DB_OPTION, fail
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ ENV_REVIEWER = "ASSAY_REVIEWER"
 
 @click.command()
 @click.argument("item", required=False, type=int)
-@click.option("--verdict", type=click.Choice(["approved", "rejected", "needs-fix"]),
+@click.option("--verdict", type=click.Choice(VERDICTS),
               help="With ITEM: the decision, taken without the screen.")
 @click.option("--note", default="", help="With ITEM: why (kept with the decision).")
 @click.option("--reviewer", metavar="NAME",

@@ -14,6 +14,7 @@ import click
 
 from ..engine.windows import SIZES
 from ..errors import AssayError, UsageError
+from ..review.queue import DEFAULT_POLICY, POLICIES
 from .common import (
     DB_OPTION,
     EXIT_HARNESS,
@@ -58,7 +59,7 @@ class RunOptions:
     agent_cache: bool = False
     adaptive: bool = False
     max_trials: int | None = None
-    review: str = "both"
+    review: str = DEFAULT_POLICY
 
 
 @click.command()
@@ -121,8 +122,8 @@ class RunOptions:
                    "default: a served answer is not what the model does now. The run is "
                    "marked (facet agent_cache, flag agent-cache) and is not compared with "
                    "runs made without it; refused when no target of the run is openai:.")
-@click.option("--review", type=click.Choice(["both", "failing", "inconclusive", "none"]),
-              default="both", show_default=True,
+@click.option("--review", type=click.Choice(list(POLICIES)), default=DEFAULT_POLICY,
+              show_default=True,
               help="Which trials the sealed run queues for a person's review (assay review): "
                    "failing ones, inconclusive ones, both, or none. Broken trials are not "
                    "queued: their reason says what broke.")

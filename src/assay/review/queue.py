@@ -58,13 +58,6 @@ def outcomes_queued(policy: str) -> frozenset[str]:
         raise ValueError(f"--review takes {', '.join(POLICIES)}, not {policy!r}") from None
 
 
-def check_verdict(verdict: str) -> str:
-    """``verdict`` if it is a decision; ValueError naming the three otherwise."""
-    if verdict not in VERDICTS:
-        raise ValueError(f"a review is {', '.join(VERDICTS)}; not {verdict!r}")
-    return verdict
-
-
 def sealed_items(report: Report, policy: str, added_at: str) -> list[dict[str, Any]]:
     """The queue rows a sealed run adds: its trials whose outcome ``policy`` queues.
 

@@ -132,14 +132,6 @@ def load_item(store: Store, item_id: int) -> StoredItem:
     return _item(row)
 
 
-def blob(store: Store, content_digest: str) -> bytes | None:
-    """A blob's bytes (a trace), None if absent or erased."""
-    b = schema.blobs.c
-    with store.engine.connect() as connection:
-        row = connection.execute(sa.select(b.content).where(b.digest == content_digest)).first()
-    return None if row is None or row.content is None else bytes(row.content)
-
-
 def decide(store: Store, item_id: int, verdict: str, note: str, reviewer: str,
            decided_at: str | None = None) -> StoredItem:
     """Take the decision on one item and seal it as a ``review`` entry; the item as decided.
@@ -181,7 +173,7 @@ def _decide(store: Store, item_id: int, verdict: str, note_digest: str | None,
 
 
 class _Raced(Exception):
-    pass
+    """The item was decided between ``decide``'s read and its update."""
 
 
 def _select() -> sa.Select[Any]:

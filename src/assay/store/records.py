@@ -8,6 +8,7 @@ process (``writer.ProcessSink``). This module imports no database library.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -103,6 +104,34 @@ def sealed_columns(report: Report, body: bytes) -> dict[str, Any]:
         "score_overall": scores.overall, "passed": scores.passed,
         "interrupted": report.interrupted, "report": body.decode("utf-8"),
         "report_digest": digest_bytes(body),
+        "listing": json.dumps(listing_of(report.model_dump(mode="json", include=_LISTED)),
+                              sort_keys=True),
+    }
+
+
+#: The parts of a report that ``listing_of`` reads.
+_LISTED = {"evidence", "scores", "counts", "cost"}
+
+
+def listing_of(report: dict[str, Any]) -> dict[str, Any]:
+    """What a list of runs shows beyond the scores, from a report's JSON (``runs.listing``).
+
+    Counts only, never a case: a hidden case's content has no place in it.
+    """
+    cost = report.get("cost") or {}
+    tokens = [cost.get("input_tokens"), cost.get("output_tokens")]
+    counts = {split: {key: int(value) for key, value in (numbers or {}).items()
+                      if key in ("total", "passed", "failed", "inconclusive", "broken")}
+              for split, numbers in (report.get("counts") or {}).items()
+              if split in ("public", "hidden", "synthetic")}
+    return {
+        "evidence": report.get("evidence"),
+        "flags": [str(flag) for flag in (report.get("scores") or {}).get("flags") or []],
+        "cost_usd": cost.get("usd"),
+        "judge_usd": cost.get("judge_usd"),
+        "tokens": None if all(t is None for t in tokens) else sum(t or 0 for t in tokens),
+        "trials": cost.get("trials"),
+        "counts": counts,
     }
 
 

@@ -62,6 +62,10 @@ runs = sa.Table(
     sa.Column("window_start", sa.String(40)),
     sa.Index("uq_runs_window", "suite_id", "target_digest", "window_size", "window_start",
              unique=True),
+    # What a list of runs shows beyond the scores (revision 0008), as JSON written at
+    # the seal (``records.listing_of``): evidence label, flags, cost, tokens, counts.
+    sa.Column("listing", sa.Text),
+    sa.Index("ix_runs_started", "started_at"),
 )
 
 trials = sa.Table(

@@ -1,0 +1,7 @@
+"""Workbench pages: compare (being built)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

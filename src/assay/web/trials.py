@@ -1,0 +1,7 @@
+"""Workbench pages: trials (being built)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,221 @@
+"""The workbench's tests: a real store made by the real ``assay run``, a real
+``assay serve`` on loopback, and Debian's Chromium driven by Playwright.
+
+``stocked`` makes a project with a suite whose hidden cases carry
+``CANARY`` and whose agent answers one case with script and markup
+(``HOSTILE``); it runs it twice, the second time with an agent that fixes
+one case and breaks another, so compare has flips to show. ``served``
+starts ``assay serve --port 0`` on that store and reads the address it
+prints. ``page`` is a fresh Chromium page that records console errors and
+every Content-Security-Policy violation, so a test can assert there were none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ..cli.conftest import Done, Project, project
+
+__all__ = ["Done", "Project", "project"]
+
+CANARY = "CANARY-WEB-7f3a"
+
+#: What the agent answers the ``hostile`` case: script, markup, an event handler.
+HOSTILE = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+           '[bold red]rich[/] \x1b[31mansi\x1b[0m {{ 7*7 }} </textarea></pre>')
+
+AGENT = '''
+import json
+
+def agent(input):
+    text = str(input)
+    if "hostile" in text:
+        return {"reply": HOSTILE}
+    if "explode" in text:
+        raise RuntimeError("boom")
+    return {"reply": text.upper()}
+
+HOSTILE = json.loads(HOSTILE_JSON)
+'''.replace("HOSTILE_JSON", repr(json.dumps(HOSTILE)))
+
+#: The second version: fixes ``flaky`` (it answered lower case before) and breaks ``greets``.
+AGENT_V2 = AGENT.replace('return {"reply": text.upper()}',
+                         'return {"reply": text.lower() if "hello" in text else text.upper()}')
+
+SUITE = """
+suite: web/shop@1
+title: The workbench's test suite
+target: python:shop_agent:agent
+trials: 2
+pass_mark: 0.5
+hidden: hidden/
+cases:
+  - id: greets
+    input: hello
+    expect: [{path: $.reply, equals: HELLO}]
+  - id: hostile
+    input: hostile
+    expect: [{path: $.reply, equals: calm}]
+  - id: flaky
+    input: quiet please
+    expect: [{path: $.reply, equals: quiet please}]
+  - id: breaks
+    input: explode
+    expect: [{path: $.reply, equals: never}]
+"""
+
+HIDDEN = f"""
+- id: {CANARY}-hidden-id
+  input: {CANARY}-hidden-input
+  expect: [{{path: $.reply, equals: {CANARY}-expected}}]
+- id: {CANARY}-second
+  input: {CANARY}-second-input
+  expect: [{{path: $.reply, equals: {CANARY}-SECOND-INPUT}}]
+"""
+
+
+@dataclass
+class Stocked:
+    """A project whose store holds two sealed runs of ``web/shop@1`` (v1, then v2)."""
+
+    project: Project
+    first: str
+    second: str
+    reports: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def db(self) -> str:
+        return f"sqlite:///{self.project.root / '.assay' / 'assay.db'}"
+
+
+def write_shop(project: Project, agent: str = AGENT) -> None:
+    """The suite, its private hidden cases and the agent, in ``project``."""
+    project.write("shop_agent.py", agent)
+    project.write("evals/shop.suite.yaml", SUITE)
+    project.write("evals/hidden/cases.yaml", HIDDEN)
+
+
+def run_shop(project: Project, *more: str) -> dict[str, Any]:
+    """One sealed run of the shop suite; its JSON report."""
+    done = project.assay("run", "evals", "--json", "r.json", *more)
+    assert done.code in (0, 1), done.err
+    return json.loads((project.root / "r.json").read_text().splitlines()[0])
+
+
+def make_stocked(project: Project) -> Stocked:
+    write_shop(project)
+    first = run_shop(project)
+    write_shop(project, AGENT_V2)
+    second = run_shop(project)
+    return Stocked(project, first["run_id"], second["run_id"], [first, second])
+
+
+@pytest.fixture
+def stocked(project: Project) -> Stocked:
+    return make_stocked(project)
+
+
+class Served:
+    """A running ``assay serve`` (its address in ``url``), stopped by ``stop``."""
+
+    def __init__(self, root: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        full_env = {**os.environ, **(env or {})}
+        full_env.pop("ASSAY_HIDDEN_DIR", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "assay", "serve", "--port", "0", *args], cwd=root,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # blocks until bound (or dead: empty line)
+        if not line.startswith("assay workbench on "):
+            self.process.kill()
+            raise AssertionError(f"assay serve did not start: {line!r} "
+                                 f"{self.process.stderr.read() if self.process.stderr else ''}")
+        self.link = line.split()[-1]
+        self.url = self.link.split("login?")[0].rstrip("/")
+        self.client = httpx.Client(base_url=self.url, timeout=30)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.client.get(path, **kwargs)
+
+    def stop(self) -> str:
+        """Stop the server (Ctrl-C, as a user would); what it wrote to stderr."""
+        import signal
+
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.stderr.read() if self.process.stderr else ""
+
+
+@pytest.fixture
+def served(stocked: Stocked) -> Iterator[Served]:
+    server = Served(stocked.project.root, "evals")
+    yield server
+    server.stop()
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+#: Chromium's flags for this machine: no sandbox (root), and none of its own
+#: connections to the network, which is closed here.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is not installed (.ci/run installs it with apt)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class Watched:
+    """A browser page and what went wrong on it: console errors, CSP violations."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+
+    def clean(self) -> bool:
+        return not self.errors and not self.violations
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    tab = context.new_page()
+    watched = Watched(tab)
+    tab.on("console", lambda message: watched.errors.append(message.text)
+           if message.type == "error" else None)
+    tab.on("pageerror", lambda error: watched.errors.append(str(error)))
+    # A CSP violation is reported as a console error too; this names the directive.
+    context.add_init_script(
+        "document.addEventListener('securitypolicyviolation', e => "
+        "console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI));")
+    tab.set_default_timeout(15_000)
+    yield watched
+    context.close()

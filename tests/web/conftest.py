@@ -29,7 +29,8 @@ from ..cli.conftest import Done, Project, project
 
 __all__ = ["Done", "Project", "project"]
 
-CANARY = "CANARY-WEB-7f3a"
+#: Upper case: the agent upper-cases what it echoes, and a leak must still be found.
+CANARY = "CANARY-WEB-7F3A"
 
 #: What the agent answers the ``hostile`` case: script, markup, an event handler.
 HOSTILE = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -50,8 +51,9 @@ HOSTILE = json.loads(HOSTILE_JSON)
 '''.replace("HOSTILE_JSON", repr(json.dumps(HOSTILE)))
 
 #: The second version: fixes ``flaky`` (it answered lower case before) and breaks ``greets``.
-AGENT_V2 = AGENT.replace('return {"reply": text.upper()}',
-                         'return {"reply": text.lower() if "hello" in text else text.upper()}')
+AGENT_V2 = AGENT.replace(
+    'return {"reply": text.upper()}',
+    'return {"reply": text.lower() if "hello" in text or "quiet" in text else text.upper()}')
 
 SUITE = """
 suite: web/shop@1

@@ -27,12 +27,12 @@ AGENT_V3 = AGENT.replace(
     'else text.upper()}')
 
 #: One agent version whose answers move with the world (``WORLD``), not with its code:
-#: when the world moved, ``greets`` regresses and the second hidden case is fixed.
+#: when the world moved, ``greets`` regresses and the first hidden case is fixed.
 WORLDLY = AGENT.replace("import json", "import json\nimport os").replace(
     'return {"reply": text.upper()}',
     'moved = os.environ.get("WORLD") == "moved"\n'
-    '    if moved and "second-input" in text:\n'
-    '        return {"reply": text[:text.index("-second-input")] + "-SECOND-INPUT"}\n'
+    '    if moved and "hidden-input" in text:\n'
+    '        return {"reply": text.replace("-hidden-input", "-expected")}\n'
     '    return {"reply": text.lower() if moved and "hello" in text else text.upper()}')
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -166,9 +166,9 @@ def test_trends_draw_each_run_with_its_interval_and_say_what_drift_says(
         wilson_by_hand(1, 4))
     # Hidden apart, never blended: the moved world fixed one of the two hidden cases.
     assert [(p["hidden"]["passed"], p["hidden"]["total"]) for p in data["points"]] == [
-        (0, 2), (0, 2), (0, 2), (1, 2)]
-    assert data["points"][3]["hidden"]["low"] == pytest.approx(wilson_by_hand(1, 2)[0])
-    assert data["points"][0]["hidden"]["low"] == 0.0  # 0 of n: the bound is exact
+        (1, 2), (1, 2), (1, 2), (2, 2)]
+    assert data["points"][0]["hidden"]["low"] == pytest.approx(wilson_by_hand(1, 2)[0])
+    assert data["points"][3]["hidden"]["high"] == 1.0  # n of n: the bound is exact
     assert [v["runs"] for v in data["versions"]] == [1, 1, 2]
 
     html = served.get("/trends", params={"suite": "web/shop@1"}).text
@@ -202,9 +202,9 @@ def test_trends_draw_each_run_with_its_interval_and_say_what_drift_says(
     assert notice["status"] == "drift"
     assert (notice["base"]["run_id"], notice["cand"]["run_id"]) == (third, fourth)
     assert {(f["case"], f["change"]) for f in notice["flipped"]} == {
-        ("greets", "regressed"), ("holdout-2", "fixed")}
+        ("greets", "regressed"), ("holdout-1", "fixed")}
     assert '<section class="drift-notice drift"' in html
-    assert '<span class="holdout">holdout-2</span>' in html
+    assert '<span class="holdout">holdout-1</span>' in html
     for text in (html, json.dumps(data)):
         assert CANARY not in text
 

@@ -9,10 +9,12 @@ import pytest
 
 from assay.judging.opinion import Opinion
 from assay.model import CaseResult
+from assay.store import schema
 from assay.store.database import Store, open_store
 from assay.store.trial_evidence import (
     HiddenTrial,
     PublicTrial,
+    RunNotSealed,
     Step,
     TrialNotFound,
     trial_at,
@@ -77,3 +79,10 @@ def test_what_is_not_there_is_named_by_label(store: Store) -> None:
     with pytest.raises(TrialNotFound) as missing:
         trial_at(store, "run-1", 3, 5)
     assert str(missing.value) == "case holdout-1 of run run-1 has no trial 5 (its trials: 1, 2)"
+
+
+def test_an_open_run_has_no_case_positions_yet(store: Store) -> None:
+    with store.engine.begin() as connection:
+        connection.execute(schema.runs.update().values(report=None, status="open"))
+    with pytest.raises(RunNotSealed, match="^run run-1 is not sealed"):
+        trial_at(store, "run-1", 1, 1)

@@ -61,6 +61,7 @@ RECORDING = [
     {"case": "judged", "output": {"reply": "Sorry, resending today. JUDGE:hostile"}},
     {"case": "long", "output": {"reply": LONG}},
     {"case": "fine", "output": {"reply": "HELLO"}},
+    {"case": "crash", "broken": "the agent's process died <b>hard</b>"},
     {"case": f"{CANARY}-hidden-id", "output": {"reply": f"{CANARY}-output"},
      "events": [{"kind": "tool_call", "name": "lookup", "arguments": {"q": f"{CANARY}-args"}}]},
     {"case": f"{CANARY}-judged", "output": {"reply": f"{CANARY}-judged-output"}},
@@ -90,6 +91,9 @@ cases:
   - id: fine
     input: hello
     expect: [{path: $.reply, equals: HELLO}]
+  - id: crash
+    input: crash
+    expect: [{path: $.reply, equals: never}]
 """
 
 HIDDEN = f"""
@@ -300,7 +304,7 @@ def test_no_page_twin_or_download_of_any_trial_holds_a_hidden_cases_content(
                 assert got.status_code in (200, 404), path
                 assert CANARY not in got.text, path
                 asked += 1
-    assert asked == 6 * 2 * 3
+    assert asked == len(recorded.index) * 2 * 3 and len(recorded.index) == 7
 
 
 def test_an_erased_trace_says_so_instead_of_failing(recorded: Recorded,
@@ -328,6 +332,18 @@ def test_an_erased_trace_says_so_instead_of_failing(recorded: Recorded,
     assert "shell.run" not in page.text.split("<h2>Trace</h2>")[1]
     # The first run keeps its trace.
     assert server.get("/api" + recorded.path("tools", 1)).json()["trace"]["state"] == "stored"
+
+
+def test_a_broken_trial_says_why_and_that_it_left_no_trace(recorded: Recorded,
+                                                           server: Served) -> None:
+    data = server.get("/api" + recorded.path("crash", 1)).json()
+    assert data["trial"]["outcome"] == "broken" and data["verdicts"] == []
+    assert "the agent's process died" in data["trial"]["reason"]
+    assert data["trace"] == {"state": "none", "digest": None, "note": data["trace"]["note"]}
+    page = server.get(recorded.path("crash", 1)).text
+    assert "left no trace" in page and "&lt;b&gt;hard&lt;/b&gt;" in page
+    evidence = server.get(recorded.path("crash", 1) + "/trace.json").json()
+    assert evidence["trace"]["state"] == "none" and evidence["outcome"] == "broken"
 
 
 def test_bad_addresses_are_named_not_tracebacks(recorded: Recorded, server: Served) -> None:

@@ -532,8 +532,12 @@ class Store:
         return results
 
 
-def _opinions(connection: Connection, run_id: str) -> dict[tuple[str, int], dict[int, list[Any]]]:
+def _opinions(connection: Connection, run_id: str, *, case_id: str | None = None,
+              n: int | None = None) -> dict[tuple[str, int], dict[int, list[Any]]]:
     """A run's opinions, rebuilt, by (case id, n) and assertion position, answers in order.
+
+    ``case_id`` and ``n`` keep one trial's (the workbench's trial page reads
+    one trial, not the whole run).
 
     Each is its ``judge-opinion`` content with the raw answer read back from
     its blob. A raw answer whose bytes no longer match their digest (edited,
@@ -544,7 +548,10 @@ def _opinions(connection: Connection, run_id: str) -> dict[tuple[str, int], dict
     rows = connection.execute(
         sa.select(o.case_id, o.n, o.position, o.item, o.content_digest, b.content)
         .outerjoin(schema.blobs, b.digest == o.content_digest)
-        .where(o.run_id == run_id).order_by(o.case_id, o.n, o.position, o.item)).all()
+        .where(o.run_id == run_id,
+               *(() if case_id is None else (o.case_id == case_id,)),
+               *(() if n is None else (o.n == n,)))
+        .order_by(o.case_id, o.n, o.position, o.item)).all()
     if not rows:
         return {}
     contents: list[tuple[Any, dict[str, Any] | None]] = []

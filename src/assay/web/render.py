@@ -58,7 +58,8 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True,
                       lstrip_blocks=True)
-    env.filters.update(pct=pct, usd=usd, short=short, when=when, num=num, seconds=seconds)
+    env.filters.update(pct=pct, usd=usd, short=short, when=when, num=num, seconds=seconds,
+                       recorded=recorded)
     env.globals.update(query=query, path_part=path_part)
     return env
 
@@ -89,6 +90,21 @@ def seconds(value: Any) -> str:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return "–"
     return f"{value:.3f} s" if value < 10 else f"{value:,.1f} s"
+
+
+def recorded(value: Any) -> str:
+    """A value a run recorded, for reading (then autoescaped): text as it is, the rest as JSON.
+
+    Indented JSON for anything but a string. Control characters, and the
+    bidi overrides that would make text read otherwise than it is, are shown
+    as visible stand-ins (``reports.safe``; in JSON, as ``\\uXXXX`` escapes),
+    as every other surface shows them.
+    """
+    from ..reports.safe import inert, json_text
+
+    if value is None:
+        return ""
+    return inert(value) if isinstance(value, str) else json_text(value)
 
 
 def short(digest: Any, size: int = 12) -> str:

@@ -33,7 +33,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from starlette.responses import RedirectResponse, Response
 
-from .render import BadRequest, NotFound, fragment, is_api, respond
+from .render import BadRequest, NotFound, fragment, is_api, path_part, respond
 
 if TYPE_CHECKING:
     from ..store.progress import RunProgress
@@ -120,7 +120,7 @@ def start_run(request: Request, suite: str = Form(...), target: str = Form(""),
         if is_api(request):
             return respond(request, "", {"run_id": child.run_id, "run": f"/runs/{child.run_id}",
                                          "events": f"/api/runs/{child.run_id}/events"}, 201)
-        return RedirectResponse(f"/runs/{child.run_id}", status_code=303)
+        return RedirectResponse(f"/runs/{path_part(child.run_id)}", status_code=303)
     data = {"suite": suite, "target": target or item.suite.target, "trials": count,
             "state": child.state}
     if child.exit_code is None:  # still starting its target: it will appear under Runs
@@ -128,6 +128,12 @@ def start_run(request: Request, suite: str = Form(...), target: str = Form(""),
     return respond(request, "start_failed.html",
                    {**data, "status": 400, "exit_code": child.exit_code,
                     "error": child.failure()}, 400)
+
+
+@router.get("/suites/start")
+def start_form() -> Response:
+    """Starting is a POST from the suites page; a GET (a link followed, a reload) goes there."""
+    return RedirectResponse("/suites", status_code=303)
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -153,7 +159,7 @@ def progress_page(request: Request, run_id: str) -> Response:
     reading = run_progress(bench.open(), run_id)
     if reading is None:
         raise NotFound(f"no run {run_id} in this store")
-    return respond(request, "_live_progress.html", _progress(reading, child, ended))
+    return respond(request, "progress.html", _progress(reading, child, ended))
 
 
 @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
@@ -274,7 +280,13 @@ def cancel_run(request: Request, run_id: str) -> Response:
     if is_api(request):
         after = run_progress(store, run_id) or reading
         return respond(request, "", _progress(after, child, child.ended.is_set()))
-    return RedirectResponse(f"/runs/{run_id}", status_code=303)
+    return RedirectResponse(f"/runs/{path_part(run_id)}", status_code=303)
+
+
+@router.get("/runs/{run_id}/cancel")
+def cancel_form(run_id: str) -> Response:
+    """Cancelling is a POST from the run's page; a GET goes to that page."""
+    return RedirectResponse(f"/runs/{path_part(run_id)}", status_code=303)
 
 
 def _refused(request: Request, text: str) -> Response:

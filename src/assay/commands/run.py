@@ -26,6 +26,9 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+
     from rich.console import Console
 
     from ..engine.runs import RunResult, RunSettings
@@ -60,6 +63,7 @@ class RunOptions:
     adaptive: bool = False
     max_trials: int | None = None
     review: str = DEFAULT_POLICY
+    announce_fd: int | None = None
 
 
 @click.command()
@@ -141,6 +145,9 @@ class RunOptions:
 @click.option("--window-at", metavar="TIME",
               help="With --window: the moment whose window is meant, ISO 8601 with its zone "
                    "(e.g. 2025-01-06T10:30Z; default: now), for a schedule that runs late.")
+@click.option("--announce-fd", type=click.IntRange(min=3), metavar="FD", hidden=True,
+              help="Write one JSON line, {\"run_id\": …}, to file descriptor FD as soon as "
+                   "each run is registered (how the workbench learns which run it started).")
 def run(**kwargs: Any) -> None:
     """Run suites against agents; store and seal each run.
 
@@ -273,7 +280,8 @@ def _run(options: RunOptions) -> int:
         sys.path.insert(0, cwd)
     out = Console(file=sys.stdout, highlight=False)
     err = Console(file=sys.stderr, highlight=False)
-    watcher = TerminalWatcher(err)
+    watcher = TerminalWatcher(err) if options.announce_fd is None \
+        else _Announcing(err, options.announce_fd)
     if options.resume:
         if options.no_store:
             raise UsageError("--resume records into the store: it cannot go with --no-store")
@@ -287,6 +295,42 @@ def _run(options: RunOptions) -> int:
         options.targets, _settings(options, window), db=options.db, store=not options.no_store,
         watcher=watcher, sink=sink)
     return _report(outlive(results), options, out, err, window)
+
+
+class _Announcing:
+    """The terminal's watcher that also names each registered run on a descriptor.
+
+    ``--announce-fd`` is for a process that starts ``assay run`` and must
+    follow the run it started (the workbench): the run id is known only once
+    the target started and the run was registered, and a line on a pipe of its
+    own is read without parsing the terminal's output. Only the run id goes
+    there, never a case.
+    """
+
+    def __init__(self, console: Console, fd: int) -> None:
+        from ..reports.progress import TerminalWatcher
+
+        self.terminal = TerminalWatcher(console)
+        self.fd = fd
+
+    def battery(self, label: str,
+                total: int | None) -> AbstractContextManager[Callable[[str], None]]:
+        """The terminal's progress bar."""
+        return self.terminal.battery(label, total)
+
+    def notice(self, text: str) -> None:
+        """A line on the terminal."""
+        self.terminal.notice(text)
+
+    def registered(self, run_id: str) -> None:
+        """Write ``{"run_id": …}`` and a newline to the descriptor; a closed one is ignored."""
+        import json
+
+        line = (json.dumps({"run_id": run_id}) + "\n").encode()
+        try:
+            os.write(self.fd, line)
+        except OSError:
+            pass  # whoever asked is gone: the run goes on, recorded as ever
 
 
 def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console,

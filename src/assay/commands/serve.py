@@ -7,6 +7,7 @@ import secrets
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -95,7 +96,7 @@ def _serve(paths: tuple[Path, ...], host: str, port: int, db: str | None, token:
     app = create_app(bench)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
+    server = _server(config, bench)
     try:
         server.run(sockets=[sock])
     finally:
@@ -103,3 +104,28 @@ def _serve(paths: tuple[Path, ...], host: str, port: int, db: str | None, token:
             bench.live.stop_all()
         if bench.store is not None:
             bench.store.close()
+
+
+def _server(config: Any, bench: Any) -> Any:
+    """uvicorn's server, which ends the workbench's live parts as it stops.
+
+    On Ctrl-C (or SIGTERM) the live progress streams end at once, rather
+    than holding the server for its graceful timeout, and every run started
+    from the page is interrupted and waited for until it is sealed, before
+    uvicorn hands the signal back (``web.children``). A second Ctrl-C stops
+    them at once, resumable.
+    """
+    import asyncio
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            live = bench.live
+            if live is not None:
+                live.close()
+            await super().shutdown(sockets)
+            if live is not None:
+                await asyncio.to_thread(live.stop_all, hurry=lambda: self.force_exit)
+
+    return Server(config)

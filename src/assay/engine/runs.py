@@ -87,6 +87,14 @@ class Watcher(Protocol):
     def notice(self, text: str) -> None:
         """Something the user should know that is not a result (e.g. a resume's progress)."""
 
+    def registered(self, run_id: str) -> None:
+        """The run is in the store under ``run_id`` (registered, or reopened for a resume).
+
+        Called once per run, before its first trial: from here a reader of the
+        store (``assay show --follow``, the workbench) can follow it, and a
+        caller that started this process can be told which run it is.
+        """
+
 
 class QuietWatcher:
     """Shows nothing (tests, embedding)."""
@@ -97,6 +105,9 @@ class QuietWatcher:
         return contextlib.nullcontext(lambda outcome: None)
 
     def notice(self, text: str) -> None:
+        """Nothing."""
+
+    def registered(self, run_id: str) -> None:
         """Nothing."""
 
 
@@ -520,10 +531,15 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                 _check_agent(start, recording)
                 writer.reopen(start.run_id)
             else:  # registered before any trial runs, with the agent version that started
+                if battery.adaptive is None:
+                    # How many trials the run will have, for whoever follows it from the
+                    # store (the workbench's progress); an adaptive run knows only at its end.
+                    chosen["planned"] = len(battery.plan())
                 holder = writer.register(start, item, per_case, chosen, settings.window,
                                          max_trials=cap)
                 if holder is not None:  # the window has its battery: run nothing
                     raise WindowTaken(holder)
+            watcher.registered(start.run_id)
 
         if resume is None:
             writer.prepare(item)

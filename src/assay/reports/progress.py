@@ -87,3 +87,6 @@ class TerminalWatcher:
     def notice(self, text: str) -> None:
         """A line on the terminal, printed as text (never as markup)."""
         self.console.print(text, markup=False, highlight=False)
+
+    def registered(self, run_id: str) -> None:
+        """Nothing: the run's id is printed with its report."""

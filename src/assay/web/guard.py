@@ -145,8 +145,12 @@ def _same_origin(headers: dict[str, str]) -> bool:
     origin = headers.get("origin")
     if origin is None:
         return True  # not a browser's cross-origin request (curl, a script with the token)
-    return origin != "null" and \
-        urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
+    if origin == "null":
+        # A plain form posted under this server's Referrer-Policy: no-referrer carries
+        # Origin: null; the browser's own Sec-Fetch-Site (no page can set it) then says
+        # whether the form was this server's page.
+        return site == "same-origin"
+    return urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
 
 
 async def _plain(send: Send, status: int, text: str,

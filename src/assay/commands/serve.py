@@ -43,10 +43,12 @@ def _loopback(host: str) -> bool:
                    "(default: $ASSAY_HIDDEN_DIR). Pages still show them only as holdout-N.")
 def serve(paths: tuple[Path, ...], host: str, port: int, db: str | None, token: str | None,
           hidden_dir: Path | None) -> None:
-    """Serve the workbench: runs, a run live, trials, compare, trends, review, the ledger.
+    """Serve the workbench: a local page over the store, and its JSON twin.
 
-    Shows the store on a local web page (and the same as JSON under /api/);
-    suites found under PATHS (default: evals/) can be started from it. Listens
+    Runs, a run filling in live (with cancel), a trial's trace and verdicts,
+    compare, trends, the review queue and the ledger, each page also as JSON
+    under /api/; suites found under PATHS (default: evals/) can be started
+    from it. Listens
     on 127.0.0.1 unless --host says otherwise, which needs --token. Stop it
     with Ctrl-C. Exit 2 on bad usage, 3 if the store or the port cannot be opened.
     """

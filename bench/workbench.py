@@ -145,6 +145,7 @@ def _paths(client: httpx.Client, count: int, rng: random.Random) -> dict[str, li
         "ledger": ["/ledger"] * count,
         "receipt": [f"/ledger/receipts/{run}" for run in chosen],
         "suites": ["/suites"] * count,
+        "a run's progress": [f"/runs/{run}/progress" for run in chosen],
     }
     queue = client.get("/api/review")
     if queue.status_code == 200:

@@ -8,7 +8,8 @@ Revises: 0007
   listing a thousand runs reads one short column per run rather than parsing
   each run's report. Filled here for the runs sealed before this revision.
 - ``ix_runs_listed``, ``ix_runs_suite_listed``: a list of runs, newest first,
-  filtered by suite, status, result, version or target, is answered from an
+  filtered by suite, status, result, version or target (and a suite's
+  batteries, sealed and not interrupted), is answered from an
   index alone. On SQLite a column stored after the large ``report`` and
   ``suite`` columns is reached only through their overflow pages: filtering a
   thousand runs on ``status`` read them all (70 ms); the index answers in
@@ -33,11 +34,12 @@ def upgrade() -> None:
     from assay.store.records import listing_of
 
     op.add_column("runs", sa.Column("listing", sa.Text))
-    listed_by = ["started_at", "run_id", "suite_id", "status", "passed", "target_digest",
-                 "target_uri"]
+    listed_by = ["started_at", "run_id", "suite_id", "status", "passed", "interrupted",
+                 "target_digest", "target_uri"]
     op.create_index("ix_runs_listed", "runs", listed_by)
     op.create_index("ix_runs_suite_listed", "runs",
-                    ["suite_id", *(c for c in listed_by if c != "suite_id")])
+                    ["suite_id", "target_digest",
+                     *(c for c in listed_by if c not in ("suite_id", "target_digest"))])
     runs = sa.table("runs", sa.column("run_id", sa.String), sa.column("report", sa.Text),
                     sa.column("listing", sa.Text))
     connection = op.get_bind()

@@ -1,0 +1,222 @@
+"""How much of the ledger is known to hold: a verified prefix, extended as entries arrive.
+
+``Ledger.verify`` reads and hashes every entry and every stored content:
+about half a second for 100,000 entries. A page that says whether the ledger
+holds cannot pay that on each view, so a :class:`Verified` remembers what one
+whole verification established — the first ``size`` entries hold, the last of
+them has the hash ``last``, their Merkle frontier, the key the heads are
+signed by — and :func:`verify_new` checks only what came after: that entry
+``size - 1`` still has that hash, the entries appended since (chain, hashes,
+contents, as ``chain.walk`` checks them), and every head signed since
+(signature, signer, root over the extended frontier).
+
+Anything the short path finds wrong is handed to a whole ``Ledger.verify``,
+so a broken ledger is always reported in the words of ``assay ledger
+verify``, first bad entry named. What the short path cannot see is an edit
+to an entry it verified earlier (other than the last): that is what running
+:func:`verify_all` again is for, and why a :class:`Verified` says when the
+whole ledger was last read (``full_at``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from . import merkle, schema
+from .chain import GENESIS, Row, TreeHead, VerifyResult, walk
+from .ledger import utc_stamp
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from .database import Store
+
+#: Contents are read for at most this many digests per query.
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What the last check found, and the prefix a later check may start from.
+
+    ``result`` is ``Ledger.verify``'s (or the short path's, which only ever
+    says "holds"); ``entries`` how many entries the ledger had; ``erased``
+    how many of them have their content erased; ``heads`` how many stored
+    heads there were. ``frontier`` is None when no later check may start
+    from this one (the ledger did not hold, or moved while it was read).
+    """
+
+    result: VerifyResult
+    entries: int
+    erased: int
+    heads: int
+    #: When the whole ledger was last verified, and when the newest entry was.
+    full_at: str
+    checked_at: str
+    last: str = ""
+    frontier: tuple[bytes, ...] | None = None
+    #: The raw public key every head is signed by (None: no head yet).
+    key: bytes | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the ledger held when checked."""
+        return self.result.ok
+
+
+def verify_all(store: Store, public_key: Ed25519PublicKey | None = None) -> Verified:
+    """Verify the whole ledger (``Ledger.verify``) and remember its prefix for ``verify_new``."""
+    from .heads import raw_public_key
+
+    when = utc_stamp()
+    result, count = store.ledger.verify(public_key)
+    erased = len(result.absent)
+    if not result.ok:
+        return Verified(result, count, erased, result.heads, when, when)
+    with store.engine.connect() as connection:
+        prefix = _prefix(connection, count)
+        first_key = _first_head_key(connection)
+    if prefix is None:  # the ledger moved under the check: the next one reads it all again
+        return Verified(result, count, erased, result.heads, when, when)
+    frontier, last = prefix
+    key = raw_public_key(public_key) if public_key is not None else first_key
+    return Verified(result, count, erased, result.heads, when, when, last, tuple(frontier), key)
+
+
+def verify_new(store: Store, known: Verified,
+               public_key: Ed25519PublicKey | None = None) -> Verified:
+    """``known`` extended over the entries and heads stored since; a whole check if need be.
+
+    A ``known`` that did not hold is returned as it is: a broken ledger stays
+    broken until someone verifies it whole again (``verify_all``).
+    """
+    from .heads import raw_public_key, signature_holds
+
+    if not known.ok:
+        return known
+    if known.frontier is None:
+        return verify_all(store, public_key)
+    wanted = raw_public_key(public_key) if public_key is not None else known.key
+    if wanted is not None and known.key is not None and wanted != known.key:
+        return verify_all(store, public_key)  # the local key is not the one that signed
+    when = utc_stamp()
+    with store.engine.connect() as connection:
+        # Heads first: both only grow, so every head read is covered by the rows read after.
+        heads = _heads_since(connection, known.entries)
+        head_count = int(connection.scalar(
+            sa.select(sa.func.count()).select_from(schema.ledger_heads)) or 0)
+        tail = _hash_at(connection, known.entries - 1)
+        rows = _rows_from(connection, known.entries)
+        contents = _contents(connection, {row[2] for row in rows})
+    if known.entries and tail != known.last:
+        return verify_all(store, public_key)  # the tail was rewritten or dropped
+    result, _ = walk(rows, contents, start=known.entries, prev=known.last or GENESIS)
+    if not result.ok:
+        return verify_all(store, public_key)
+    count = known.entries + len(rows)
+    frontier, size, key = list(known.frontier), known.entries, wanted
+    for head_size, parsed in heads:
+        if parsed is None or head_size > count:
+            return verify_all(store, public_key)
+        head, raw = parsed
+        if not signature_holds(head, raw) or (key is not None and raw != key):
+            return verify_all(store, public_key)
+        key = raw
+        frontier = merkle.extend_frontier(frontier, size, _leaves(rows, size, head_size))
+        size = head_size
+        if merkle.frontier_root(frontier) != head.root:
+            return verify_all(store, public_key)
+    frontier = merkle.extend_frontier(frontier, size, _leaves(rows, size, count))
+    last = rows[-1][4] if rows else known.last
+    return Verified(VerifyResult(True, absent=(), heads=head_count), count,
+                    known.erased + len(result.absent), head_count, known.full_at, when,
+                    last, tuple(frontier), key)
+
+
+def _leaves(rows: list[Row], size: int, end: int) -> list[bytes]:
+    """The Merkle leaves of entries ``size`` to ``end`` (``rows`` start at the known prefix)."""
+    first = rows[0][0] if rows else size
+    return [bytes.fromhex(row[4][7:]) for row in rows[size - first:end - first]]
+
+
+def _prefix(connection: Connection, count: int) -> tuple[list[bytes], str] | None:
+    """The frontier of the first ``count`` entries and the hash of the last of them.
+
+    Starts from the newest stored head within them whose frontier folds to
+    its root (just verified against the entries), hashing only the entries
+    after it. None when the entries read are not the ``count`` verified.
+    """
+    from .heads import stored_heads
+
+    frontier: list[bytes] = []
+    size = 0
+    for head in reversed(stored_heads(connection)):
+        nodes = head.frontier_hashes() if head.size <= count else None
+        if nodes is not None:
+            frontier, size = nodes, head.size
+            break
+    c = schema.ledger.c
+    hashes = [str(h) for h in connection.scalars(
+        sa.select(c.hash).where(c.index >= size, c.index < count).order_by(c.index))]
+    if len(hashes) != count - size:
+        return None
+    try:
+        frontier = merkle.extend_frontier(frontier, size,
+                                          [bytes.fromhex(h[7:]) for h in hashes])
+    except ValueError:
+        return None
+    last = hashes[-1] if hashes else _hash_at(connection, count - 1)
+    return frontier, last
+
+
+def _first_head_key(connection: Connection) -> bytes | None:
+    """The raw public key of the smallest stored head (the one ``Ledger.verify`` pins)."""
+    from .heads import stored_heads
+
+    for head in stored_heads(connection):
+        parsed = head.parsed()
+        return None if parsed is None else parsed[1]
+    return None
+
+
+def _heads_since(connection: Connection, size: int
+                 ) -> list[tuple[int, tuple[TreeHead, bytes] | None]]:
+    """Heads of ``size`` entries or more, smallest first, parsed (None: malformed)."""
+    from .heads import StoredHead
+
+    h = schema.ledger_heads.c
+    query = (sa.select(h.size, h.root, h.signature, h.public_key, h.frontier)
+             .where(h.size >= size).order_by(h.size))
+    return [(int(r[0]), StoredHead(int(r[0]), r[1], r[2], r[3], r[4]).parsed())
+            for r in connection.execute(query)]
+
+
+def _hash_at(connection: Connection, index: int) -> str:
+    if index < 0:
+        return ""
+    c = schema.ledger.c
+    found = connection.scalar(sa.select(c.hash).where(c.index == index))
+    return "" if found is None else str(found)
+
+
+def _rows_from(connection: Connection, start: int) -> list[Row]:
+    c = schema.ledger.c
+    query = (sa.select(c.index, c.kind, c.content_digest, c.prev_hash, c.hash)
+             .where(c.index >= start).order_by(c.index))
+    return [(int(r[0]), r[1], r[2], r[3], r[4]) for r in connection.execute(query)]
+
+
+def _contents(connection: Connection, digests: set[str]) -> dict[str, bytes]:
+    b = schema.blobs.c
+    wanted = sorted(digests)
+    found: dict[str, bytes] = {}
+    for at in range(0, len(wanted), _CHUNK):
+        query = sa.select(b.digest, b.content).where(
+            b.digest.in_(wanted[at:at + _CHUNK]), b.content.is_not(None))
+        found.update((row[0], bytes(row[1])) for row in connection.execute(query))
+    return found
+

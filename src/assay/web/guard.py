@@ -145,8 +145,13 @@ def _same_origin(headers: dict[str, str]) -> bool:
     origin = headers.get("origin")
     if origin is None:
         return True  # not a browser's cross-origin request (curl, a script with the token)
-    return origin != "null" and \
-        urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
+    if origin == "null":
+        # A plain form POST from the page itself: under ``Referrer-Policy:
+        # no-referrer`` the browser sends ``Origin: null`` (Fetch, "serializing
+        # a request origin"), and ``Sec-Fetch-Site``, which no page can set,
+        # says where it came from. A sandboxed frame elsewhere is cross-site.
+        return site == "same-origin"
+    return urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
 
 
 async def _plain(send: Send, status: int, text: str,

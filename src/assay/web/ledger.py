@@ -1,7 +1,204 @@
-"""Workbench pages: ledger (being built)."""
+"""The ledger: does it hold, its newest signed tree head, its entries, a run's receipt.
+
+Verification says what ``assay ledger verify`` says, without paying for it
+on every view: the first view verifies the whole ledger
+(``store.verified.verify_all``: every entry, content and head), and later
+views check only the entries and heads stored since (``verify_new``), which
+costs what was appended, not the ledger's size. The page says when each was
+done; "Verify the whole ledger again" re-reads everything (an entry edited
+after the first check is found only so). A ledger that does not hold is
+reported with the first bad entry named, and stays reported until it is
+checked in full again.
+
+A run's receipt (``/ledger/receipts/RUN``) is what ``assay receipt RUN``
+writes: built from the store (``store.run_receipts``), signed with the
+store's key beside it, checked before it is handed out. It holds the
+redacted summary only, so no hidden case.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import re
+import threading
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import RedirectResponse, Response
+
+from .render import BadRequest, NotFound, is_api, respond
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from fastapi import FastAPI
+
+    from ..store.database import Store
+    from ..store.verified import Verified
+    from .app import Workbench
 
 router = APIRouter()
+
+PAGE_SIZE = 50
+
+
+class LedgerWatch:
+    """The server's memory of the ledger's last check: one per app, one check at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.verified: Verified | None = None
+
+    def check(self, store: Store, public_key: Ed25519PublicKey | None, *,
+              whole: bool = False) -> Verified:
+        """The ledger checked now: in full the first time (or when asked), else what is new."""
+        from ..store.verified import verify_all, verify_new
+
+        with self.lock:
+            known = self.verified
+            if whole or known is None:
+                self.verified = verify_all(store, public_key)
+            else:
+                self.verified = verify_new(store, known, public_key)
+            return self.verified
+
+
+_WATCHES = threading.Lock()
+
+
+def watch(app: FastAPI) -> LedgerWatch:
+    """``app``'s ledger watch, made on first use."""
+    with _WATCHES:
+        found = getattr(app.state, "ledger_watch", None)
+        if found is None:
+            found = app.state.ledger_watch = LedgerWatch()
+        return found
+
+
+@router.get("/ledger")
+@router.get("/api/ledger")
+def ledger_page(request: Request, page: int = Query(1, ge=1),
+                at: int | None = Query(None, ge=0)) -> Response:
+    """Whether the ledger holds, its newest head, and its entries newest first (a page)."""
+    from ..store.ledger_listing import entries_page, ledger_size, newest_head
+
+    bench = request.app.state.bench
+    store = bench.open()
+    verified = watch(request.app).check(store, _local_key(bench))
+    size = ledger_size(store)
+    pages = max(1, -(-size // PAGE_SIZE))
+    if at is not None:  # the page that holds entry ``at``
+        if at >= size:
+            raise NotFound(f"no ledger entry {at}: the ledger has {size} entries")
+        page = (size - 1 - at) // PAGE_SIZE + 1
+    elif page > pages:
+        raise NotFound(f"no page {page}: the ledger's entries fill {pages} page(s)")
+    rows = entries_page(store, size, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    data = {
+        "verification": _verification(verified),
+        "head": _head(newest_head(store)),
+        "entries": [row.as_json() for row in rows],
+        "total": size, "page": page, "pages": pages, "at": at,
+    }
+    return respond(request, "ledger.html", data)
+
+
+@router.post("/ledger/verify")
+@router.post("/api/ledger/verify")
+def verify_whole(request: Request) -> Response:
+    """Verify the whole ledger again now (every entry, content and head)."""
+    bench = request.app.state.bench
+    verified = watch(request.app).check(bench.open(), _local_key(bench), whole=True)
+    if is_api(request):
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse({"verification": _verification(verified)})
+    return RedirectResponse("/ledger", status_code=303)
+
+
+@router.get("/ledger/head.json")
+def head_download(request: Request) -> Response:
+    """The newest stored head as ``assay.head/1`` JSON (``assay ledger verify --head`` pins it)."""
+    from ..store.heads import StoredHead, published
+    from ..store.ledger_listing import newest_head
+
+    head = newest_head(request.app.state.bench.open())
+    if head is None:
+        raise NotFound("the ledger has no signed tree head yet (a sealed run signs one)")
+    parsed = StoredHead(head.size, head.root, head.signature, head.public_key, "").parsed()
+    if parsed is None:
+        raise BadRequest(f"the stored head of {head.size} entries is malformed "
+                         "(see the ledger's verification)")
+    return _download(published(*parsed), f"head-{head.size}.json")
+
+
+@router.get("/ledger/receipts/{run_id}")
+@router.get("/api/ledger/receipts/{run_id}")
+def receipt_download(request: Request, run_id: str) -> Response:
+    """The run's signed receipt, as ``assay receipt RUN`` writes it (a download)."""
+    from ..errors import UsageError
+    from ..store.keys import signing_key
+    from ..store.run_receipts import ReceiptDoesNotHold, issue
+    from .stored import run_row
+
+    bench = request.app.state.bench
+    store = bench.open()
+    run_row(store, run_id)  # no such run: 404 naming it
+    try:
+        built = issue(store, run_id, signing_key(bench.db))
+    except ReceiptDoesNotHold as broken:
+        return respond(request, "error.html", {
+            "error": f"run {run_id}: no receipt, the stored ledger does not hold "
+                     f"({broken.reason}); see /ledger", "status": 409}, 409)
+    except UsageError as error:
+        raise BadRequest(str(error)) from None
+    return _download(built, f"receipt-{_file_part(run_id)}.json")
+
+
+def _download(value: Any, name: str) -> Response:
+    """``value`` as the command line writes it (``json_text``), as an attachment."""
+    from ..reports.safe import json_text
+
+    return Response(json_text(value) + "\n", media_type="application/json", headers={
+        "content-disposition": f'attachment; filename="{name}"'})
+
+
+def _file_part(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:120]
+
+
+def _local_key(bench: Workbench) -> Ed25519PublicKey | None:
+    """The store's key, when its file exists (not created to verify, as the command does)."""
+    from ..errors import UsageError
+    from ..store.keys import ledger_key_path, signing_key
+
+    if not ledger_key_path(bench.db).exists():
+        return None
+    try:
+        return signing_key(bench.db).public_key()
+    except UsageError as error:
+        raise BadRequest(str(error)) from None
+
+
+def _verification(verified: Verified) -> dict[str, Any]:
+    from ..store.receipts import fingerprint
+
+    result = verified.result
+    return {
+        "status": "verified" if result.ok else "broken",
+        "entries": verified.entries, "erased": verified.erased, "heads": verified.heads,
+        "first_bad": result.first_bad, "reason": result.reason or None,
+        "key": None if verified.key is None else fingerprint(verified.key),
+        "checked_in_full_at": verified.full_at, "checked_at": verified.checked_at,
+    }
+
+
+def _head(head: Any) -> dict[str, Any] | None:
+    """The newest head as the page shows it (its key by fingerprint)."""
+    from ..store.heads import StoredHead
+    from ..store.receipts import fingerprint
+
+    if head is None:
+        return None
+    parsed = StoredHead(head.size, head.root, head.signature, head.public_key, "").parsed()
+    return {"size": head.size, "root": head.root, "signed_at": head.created_at,
+            "fingerprint": None if parsed is None else fingerprint(parsed[1]),
+            "well_formed": parsed is not None}

@@ -5,10 +5,11 @@ about half a second for 100,000 entries. A page that says whether the ledger
 holds cannot pay that on each view, so a :class:`Verified` remembers what one
 whole verification established — the first ``size`` entries hold, the last of
 them has the hash ``last``, their Merkle frontier, the key the heads are
-signed by — and :func:`verify_new` checks only what came after: that entry
-``size - 1`` still has that hash, the entries appended since (chain, hashes,
-contents, as ``chain.walk`` checks them), and every head signed since
-(signature, signer, root over the extended frontier).
+signed by — and :func:`verify_new` checks only the last of them again and
+what came after: that entry still has its hash and holds, the entries
+appended since (chain, hashes, contents, as ``chain.walk`` checks them),
+and every head signed since (signature, signer, root over the extended
+frontier).
 
 Anything the short path finds wrong is handed to a whole ``Ledger.verify``,
 so a broken ledger is always reported in the words of ``assay ledger
@@ -58,6 +59,8 @@ class Verified:
     full_at: str
     checked_at: str
     last: str = ""
+    #: The ``prev_hash`` of that last entry (what it links to).
+    before_last: str = GENESIS
     frontier: tuple[bytes, ...] | None = None
     #: The raw public key every head is signed by (None: no head yet).
     key: bytes | None = None
@@ -82,9 +85,10 @@ def verify_all(store: Store, public_key: Ed25519PublicKey | None = None) -> Veri
         first_key = _first_head_key(connection)
     if prefix is None:  # the ledger moved under the check: the next one reads it all again
         return Verified(result, count, erased, result.heads, when, when)
-    frontier, last = prefix
+    frontier, last, before_last = prefix
     key = raw_public_key(public_key) if public_key is not None else first_key
-    return Verified(result, count, erased, result.heads, when, when, last, tuple(frontier), key)
+    return Verified(result, count, erased, result.heads, when, when, last, before_last,
+                    tuple(frontier), key)
 
 
 def verify_new(store: Store, known: Verified,
@@ -109,15 +113,17 @@ def verify_new(store: Store, known: Verified,
         heads = _heads_since(connection, known.entries)
         head_count = int(connection.scalar(
             sa.select(sa.func.count()).select_from(schema.ledger_heads)) or 0)
-        tail = _hash_at(connection, known.entries - 1)
-        rows = _rows_from(connection, known.entries)
+        # From the last entry verified: an edit of it shows at once.
+        start = max(0, known.entries - 1)
+        rows = _rows_from(connection, start)
         contents = _contents(connection, {row[2] for row in rows})
-    if known.entries and tail != known.last:
+    if known.entries and (not rows or rows[0][4] != known.last):
         return verify_all(store, public_key)  # the tail was rewritten or dropped
-    result, _ = walk(rows, contents, start=known.entries, prev=known.last or GENESIS)
+    result, _ = walk(rows, contents, start=start, prev=known.before_last)
     if not result.ok:
         return verify_all(store, public_key)
-    count = known.entries + len(rows)
+    count = start + len(rows)
+    new_erased = sum(1 for position in result.absent if position >= known.entries)
     frontier, size, key = list(known.frontier), known.entries, wanted
     for head_size, parsed in heads:
         if parsed is None or head_size > count:
@@ -131,10 +137,10 @@ def verify_new(store: Store, known: Verified,
         if merkle.frontier_root(frontier) != head.root:
             return verify_all(store, public_key)
     frontier = merkle.extend_frontier(frontier, size, _leaves(rows, size, count))
-    last = rows[-1][4] if rows else known.last
+    last, before_last = (rows[-1][4], rows[-1][3]) if rows else (known.last, known.before_last)
     return Verified(VerifyResult(True, absent=(), heads=head_count), count,
-                    known.erased + len(result.absent), head_count, known.full_at, when,
-                    last, tuple(frontier), key)
+                    known.erased + new_erased, head_count, known.full_at, when,
+                    last, before_last, tuple(frontier), key)
 
 
 def _leaves(rows: list[Row], size: int, end: int) -> list[bytes]:
@@ -143,8 +149,8 @@ def _leaves(rows: list[Row], size: int, end: int) -> list[bytes]:
     return [bytes.fromhex(row[4][7:]) for row in rows[size - first:end - first]]
 
 
-def _prefix(connection: Connection, count: int) -> tuple[list[bytes], str] | None:
-    """The frontier of the first ``count`` entries and the hash of the last of them.
+def _prefix(connection: Connection, count: int) -> tuple[list[bytes], str, str] | None:
+    """The frontier of the first ``count`` entries, the last one's hash and ``prev_hash``.
 
     Starts from the newest stored head within them whose frontier folds to
     its root (just verified against the entries), hashing only the entries
@@ -169,8 +175,12 @@ def _prefix(connection: Connection, count: int) -> tuple[list[bytes], str] | Non
                                           [bytes.fromhex(h[7:]) for h in hashes])
     except ValueError:
         return None
-    last = hashes[-1] if hashes else _hash_at(connection, count - 1)
-    return frontier, last
+    tail = connection.execute(sa.select(c.prev_hash, c.hash)
+                              .where(c.index == count - 1)).first() if count else None
+    if count and tail is None:
+        return None
+    last, before_last = (str(tail[1]), str(tail[0])) if tail is not None else ("", GENESIS)
+    return frontier, last, before_last
 
 
 def _first_head_key(connection: Connection) -> bytes | None:
@@ -193,14 +203,6 @@ def _heads_since(connection: Connection, size: int
              .where(h.size >= size).order_by(h.size))
     return [(int(r[0]), StoredHead(int(r[0]), r[1], r[2], r[3], r[4]).parsed())
             for r in connection.execute(query)]
-
-
-def _hash_at(connection: Connection, index: int) -> str:
-    if index < 0:
-        return ""
-    c = schema.ledger.c
-    found = connection.scalar(sa.select(c.hash).where(c.index == index))
-    return "" if found is None else str(found)
 
 
 def _rows_from(connection: Connection, start: int) -> list[Row]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 from typing import Any
 
 import pytest
@@ -33,7 +34,18 @@ def cli_verify(stocked: Stocked) -> tuple[int, str]:
 
 
 def verification(served: Served) -> dict[str, Any]:
-    return served.get("/api/ledger").json()["verification"]  # type: ignore[no-any-return]
+    return served.get("/api/ledger/verification").json()["verification"]  # type: ignore[no-any-return]
+
+
+def settled(served: Served, after: str = "") -> dict[str, Any]:
+    """The verification once the whole check (started by a view or a POST) is done."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        checked = verification(served)
+        if not checked["checking_since"] and (checked["checked_in_full_at"] or "") > after:
+            return checked
+        time.sleep(0.05)
+    raise AssertionError(f"the whole check did not end: {checked}")
 
 
 def test_the_stocked_ledger_verifies_as_the_command_says(stocked: Stocked,
@@ -41,12 +53,16 @@ def test_the_stocked_ledger_verifies_as_the_command_says(stocked: Stocked,
     code, said = cli_verify(stocked)
     assert code == 0
     count = int(re.match(r"ledger: (\d+) entries verify", said).group(1))  # type: ignore[union-attr]
+    first = served.get("/api/ledger").json()["verification"]  # the whole check starts
+    assert (first["status"], first["entries"]) == ("checking", None)
+    assert first["checking_since"]
+    settled(served)
     data = served.get("/api/ledger").json()
     checked = data["verification"]
     assert (checked["status"], checked["entries"], checked["first_bad"]) == \
         ("verified", count, None)
     assert f"{checked['heads']} heads" in said
-    assert checked["checked_at"] == checked["checked_in_full_at"]
+    assert checked["checked_at"] >= checked["checked_in_full_at"]
     # The newest head is the one the store signed at the second run's seal.
     head = data["head"]
     published = json.loads(stocked.project.assay("ledger", "head").out)
@@ -71,7 +87,7 @@ def test_a_tampered_row_shows_broken_naming_the_first_bad_entry(stocked: Stocked
     assert code == 1 and said.startswith("ledger: entry 5:")
     server = Served(stocked.project.root)
     try:
-        checked = verification(server)
+        checked = settled(server)
         assert (checked["status"], checked["first_bad"]) == ("broken", 5)
         assert f"ledger: {checked['reason']}" == said
         html = server.get("/ledger").text
@@ -83,7 +99,7 @@ def test_a_tampered_row_shows_broken_naming_the_first_bad_entry(stocked: Stocked
 
 def test_later_views_check_what_is_new_and_verifying_again_finds_an_old_edit(
         stocked: Stocked, served: Served) -> None:
-    first = verification(served)
+    first = settled(served)
     # A decision appends a review entry: the next view checks it alone.
     item = served.get("/api/review").json()["items"][0]["item"]
     assert served.client.post(f"/review/{item}", data={"verdict": "approved",
@@ -97,7 +113,7 @@ def test_later_views_check_what_is_new_and_verifying_again_finds_an_old_edit(
     assert verification(served)["checked_in_full_at"] == first["checked_in_full_at"]
     again = served.client.post("/ledger/verify", headers={"origin": served.url})
     assert again.status_code == 303 and again.headers["location"] == "/ledger"
-    broken = verification(served)
+    broken = settled(served, after=first["checked_in_full_at"])
     assert (broken["status"], broken["first_bad"]) == ("broken", 3)
     assert broken["checked_in_full_at"] > first["checked_in_full_at"]
     assert verification(served)["first_bad"] == 3  # it stays broken
@@ -105,7 +121,7 @@ def test_later_views_check_what_is_new_and_verifying_again_finds_an_old_edit(
 
 def test_an_edit_of_the_newest_entry_is_seen_on_the_next_view(stocked: Stocked,
                                                               served: Served) -> None:
-    checked = verification(served)
+    checked = settled(served)
     tamper(stocked, checked["entries"] - 1)
     broken = verification(served)
     assert (broken["status"], broken["first_bad"]) == ("broken", checked["entries"] - 1)
@@ -151,6 +167,28 @@ def test_a_receipt_needs_a_stored_sealed_run(stocked: Stocked, served: Served) -
     assert served.get("/api/ledger/receipts/imported-run").json()["status"] == 400
 
 
+def test_an_open_run_has_no_receipt_yet(stocked: Stocked, served: Served) -> None:
+    from assay.engine import RunStart
+    from assay.engine.record import RunRecorder
+    from assay.model import Case, TrialResult
+    from assay.store.database import open_store
+    from assay.store.writing import LocalSink
+    from assay.suites import discover
+
+    loaded = discover([stocked.project.root / "evals"], None)[0]
+    store = open_store(stocked.db)
+    try:  # registered, one trial recorded, never sealed (running, or stopped part-way)
+        recorder = RunRecorder(LocalSink(store), batch=1)
+        recorder.register(RunStart("open-run", 1, "2026-12-01T00:00:00Z",
+                                   "python:shop_agent:agent", "sha256:open"), loaded, 1, {})
+        recorder.record(Case(id="greets"), TrialResult(n=1, outcome="pass"))
+        recorder.close()
+    finally:
+        store.close()
+    refused = served.get("/ledger/receipts/open-run")
+    assert refused.status_code == 400 and "run open-run is not sealed" in refused.text
+
+
 def test_the_ledger_page_in_the_browser(stocked: Stocked, served: Served,
                                         page: Watched) -> None:
     from playwright.sync_api import expect
@@ -161,7 +199,11 @@ def test_the_ledger_page_in_the_browser(stocked: Stocked, served: Served,
     with tab.expect_download() as info:
         tab.locator(f'a[href="/ledger/receipts/{stocked.first}"]').click()
     assert info.value.suggested_filename == f"receipt-{stocked.first}.json"
+    before = settled(served)["checked_in_full_at"]
     tab.get_by_role("button", name="Verify the whole ledger again").click()
     expect(tab).to_have_url(f"{served.url}/ledger")
+    # The page asks again while the whole ledger is read, then shows the new time.
+    expect(tab.get_by_role("button", name="Verify the whole ledger again")).to_be_visible()
     expect(tab.locator(".verification .outcome")).to_have_text("verified")
+    assert settled(served)["checked_in_full_at"] > before
     assert page.clean(), page.errors + page.violations

@@ -1,14 +1,15 @@
 """The ledger: does it hold, its newest signed tree head, its entries, a run's receipt.
 
-Verification says what ``assay ledger verify`` says, without paying for it
-on every view: the first view verifies the whole ledger
-(``store.verified.verify_all``: every entry, content and head), and later
-views check only the entries and heads stored since (``verify_new``), which
-costs what was appended, not the ledger's size. The page says when each was
-done; "Verify the whole ledger again" re-reads everything (an entry edited
-after the first check is found only so). A ledger that does not hold is
-reported with the first bad entry named, and stays reported until it is
-checked in full again.
+Verification says what ``assay ledger verify`` says, without making a page
+wait for it: the whole ledger (every entry, content and head:
+``store.verified.verify_all``) is read on a thread of its own, the first
+time the page is asked for and whenever "Verify the whole ledger again" is
+pressed, while the page says it is checking and asks every second (htmx);
+every other view checks only the entries and heads stored since
+(``verify_new``), which costs what was appended, not the ledger's size. The
+page says when each was done: an entry edited after the whole ledger was
+read is found by reading it whole again. A ledger that does not hold is
+reported with the first bad entry named, and stays so until read again.
 
 A run's receipt (``/ledger/receipts/RUN``) is what ``assay receipt RUN``
 writes: built from the store (``store.run_receipts``), signed with the
@@ -18,6 +19,7 @@ redacted summary only, so no hidden case.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import TYPE_CHECKING, Any
@@ -36,29 +38,66 @@ if TYPE_CHECKING:
     from .app import Workbench
 
 router = APIRouter()
+log = logging.getLogger("assay.web")
 
 PAGE_SIZE = 50
 
 
 class LedgerWatch:
-    """The server's memory of the ledger's last check: one per app, one check at a time."""
+    """The server's memory of the ledger's last check: one per app.
+
+    The whole ledger is read on a thread of its own (the first view, or
+    "verify again"), so no page waits for it: meanwhile the page says it is
+    checking, and asks again every second. Other views extend the last
+    result over what is new (``verify_new``), one at a time.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.verified: Verified | None = None
+        #: When the whole check under way started (None: none is).
+        self.checking_since: str | None = None
+        #: Why the last whole check could not run (an error's type, never its message).
+        self.error: str | None = None
 
-    def check(self, store: Store, public_key: Ed25519PublicKey | None, *,
-              whole: bool = False) -> Verified:
-        """The ledger checked now: in full the first time (or when asked), else what is new."""
-        from ..store.verified import verify_all, verify_new
+    def look(self, store: Store, public_key: Ed25519PublicKey | None
+             ) -> tuple[Verified | None, str | None]:
+        """The ledger as last checked, brought up to date; and since when a whole check runs."""
+        from ..store.verified import verify_new
 
         with self.lock:
-            known = self.verified
-            if whole or known is None:
-                self.verified = verify_all(store, public_key)
-            else:
-                self.verified = verify_new(store, known, public_key)
-            return self.verified
+            if self.checking_since is None:
+                if self.verified is None:
+                    self._start(store, public_key)
+                else:
+                    self.verified = verify_new(store, self.verified, public_key)
+            return self.verified, self.checking_since
+
+    def again(self, store: Store, public_key: Ed25519PublicKey | None) -> None:
+        """Read the whole ledger again (unless a whole check is under way already)."""
+        with self.lock:
+            if self.checking_since is None:
+                self._start(store, public_key)
+
+    def _start(self, store: Store, public_key: Ed25519PublicKey | None) -> None:
+        """Start a whole check (the lock is held)."""
+        from ..store.ledger import utc_stamp
+        from ..store.verified import verify_all
+
+        def whole() -> None:
+            found, error = None, None
+            try:
+                found = verify_all(store, public_key)
+            except Exception as failure:  # its message may quote a stored row: only its type
+                error = type(failure).__name__
+                log.error("the ledger could not be verified: %s", error)
+            with self.lock:
+                self.verified = found if found is not None else self.verified
+                self.error = error
+                self.checking_since = None
+
+        self.checking_since = utc_stamp()
+        threading.Thread(target=whole, name="assay-ledger-verify", daemon=True).start()
 
 
 _WATCHES = threading.Lock()
@@ -82,7 +121,7 @@ def ledger_page(request: Request, page: int = Query(1, ge=1),
 
     bench = request.app.state.bench
     store = bench.open()
-    verified = watch(request.app).check(store, _local_key(bench))
+    checked = _verification(request.app, store, bench)
     size = ledger_size(store)
     pages = max(1, -(-size // PAGE_SIZE))
     if at is not None:  # the page that holds entry ``at``
@@ -93,7 +132,7 @@ def ledger_page(request: Request, page: int = Query(1, ge=1),
         raise NotFound(f"no page {page}: the ledger's entries fill {pages} page(s)")
     rows = entries_page(store, size, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     data = {
-        "verification": _verification(verified),
+        "verification": checked,
         "head": _head(newest_head(store)),
         "entries": [row.as_json() for row in rows],
         "total": size, "page": page, "pages": pages, "at": at,
@@ -101,16 +140,26 @@ def ledger_page(request: Request, page: int = Query(1, ge=1),
     return respond(request, "ledger.html", data)
 
 
+@router.get("/ledger/verification")
+@router.get("/api/ledger/verification")
+def verification_part(request: Request) -> Response:
+    """The verification alone: what the page asks for while a whole check runs."""
+    bench = request.app.state.bench
+    checked = _verification(request.app, bench.open(), bench)
+    return respond(request, "ledger_verification.html", {"verification": checked})
+
+
 @router.post("/ledger/verify")
 @router.post("/api/ledger/verify")
 def verify_whole(request: Request) -> Response:
-    """Verify the whole ledger again now (every entry, content and head)."""
+    """Read the whole ledger again (every entry, content and head), on its own thread."""
     bench = request.app.state.bench
-    verified = watch(request.app).check(bench.open(), _local_key(bench), whole=True)
+    watch(request.app).again(bench.open(), _local_key(bench))
     if is_api(request):
         from fastapi.responses import JSONResponse
 
-        return JSONResponse({"verification": _verification(verified)})
+        checked = _verification(request.app, bench.open(), bench)
+        return JSONResponse({"verification": checked}, status_code=202)
     return RedirectResponse("/ledger", status_code=303)
 
 
@@ -178,17 +227,27 @@ def _local_key(bench: Workbench) -> Ed25519PublicKey | None:
         raise BadRequest(str(error)) from None
 
 
-def _verification(verified: Verified) -> dict[str, Any]:
+def _verification(app: FastAPI, store: Store, bench: Workbench) -> dict[str, Any]:
+    """What the page says of the ledger: its last check, brought up to date."""
     from ..store.receipts import fingerprint
 
-    result = verified.result
-    return {
-        "status": "verified" if result.ok else "broken",
-        "entries": verified.entries, "erased": verified.erased, "heads": verified.heads,
-        "first_bad": result.first_bad, "reason": result.reason or None,
-        "key": None if verified.key is None else fingerprint(verified.key),
-        "checked_in_full_at": verified.full_at, "checked_at": verified.checked_at,
+    watched = watch(app)
+    verified, since = watched.look(store, _local_key(bench))
+    data: dict[str, Any] = {
+        "status": "checking", "checking_since": since, "error": watched.error,
+        "entries": None, "erased": None, "heads": None, "first_bad": None, "reason": None,
+        "key": None, "checked_in_full_at": None, "checked_at": None,
     }
+    if verified is not None:
+        result = verified.result
+        data.update({
+            "status": "verified" if result.ok else "broken",
+            "entries": verified.entries, "erased": verified.erased, "heads": verified.heads,
+            "first_bad": result.first_bad, "reason": result.reason or None,
+            "key": None if verified.key is None else fingerprint(verified.key),
+            "checked_in_full_at": verified.full_at, "checked_at": verified.checked_at,
+        })
+    return data
 
 
 def _head(head: Any) -> dict[str, Any] | None:

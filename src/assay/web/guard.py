@@ -146,10 +146,9 @@ def _same_origin(headers: dict[str, str]) -> bool:
     if origin is None:
         return True  # not a browser's cross-origin request (curl, a script with the token)
     if origin == "null":
-        # A plain form POST from the page itself: under ``Referrer-Policy:
-        # no-referrer`` the browser sends ``Origin: null`` (Fetch, "serializing
-        # a request origin"), and ``Sec-Fetch-Site``, which no page can set,
-        # says where it came from. A sandboxed frame elsewhere is cross-site.
+        # A plain form posted under this server's Referrer-Policy: no-referrer carries
+        # Origin: null; the browser's own Sec-Fetch-Site (no page can set it) then says
+        # whether the form was this server's page.
         return site == "same-origin"
     return urlsplit(origin).netloc.lower() == headers.get("host", "").lower()
 

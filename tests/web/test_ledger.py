@@ -207,3 +207,16 @@ def test_the_ledger_page_in_the_browser(stocked: Stocked, served: Served,
     expect(tab.locator(".verification .outcome")).to_have_text("verified")
     assert settled(served)["checked_in_full_at"] > before
     assert page.clean(), page.errors + page.violations
+
+
+def test_the_verification_part_is_a_page_unless_htmx_asks(served: Served) -> None:
+    settled(served)
+    whole = served.get("/ledger/verification")
+    assert whole.status_code == 200 and "<h1>Ledger verification</h1>" in whole.text
+    assert '<script src="/static/vendor/htmx' in whole.text
+    part = served.get("/ledger/verification", headers={"hx-request": "true"})
+    assert part.text.lstrip().startswith('<section id="verification" class="verification '
+                                         'verified"')
+    assert "<html" not in part.text
+    followed = served.get("/ledger/verify")  # the form's action, as a link
+    assert followed.status_code == 303 and followed.headers["location"] == "/ledger"

@@ -143,10 +143,18 @@ def ledger_page(request: Request, page: int = Query(1, ge=1),
 @router.get("/ledger/verification")
 @router.get("/api/ledger/verification")
 def verification_part(request: Request) -> Response:
-    """The verification alone: what the page asks for while a whole check runs."""
+    """The verification alone: the part htmx asks for while a whole check runs, else a page."""
     bench = request.app.state.bench
     checked = _verification(request.app, bench.open(), bench)
-    return respond(request, "ledger_verification.html", {"verification": checked})
+    template = ("ledger_verification.html" if request.headers.get("hx-request")
+                else "ledger_verification_page.html")
+    return respond(request, template, {"verification": checked})
+
+
+@router.get("/ledger/verify")
+def verify_form() -> Response:
+    """Verifying again is a POST from the ledger page; a GET (a link followed) goes there."""
+    return RedirectResponse("/ledger", status_code=303)
 
 
 @router.post("/ledger/verify")

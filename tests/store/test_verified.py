@@ -54,20 +54,18 @@ def test_new_entries_and_heads_extend_the_prefix_as_a_whole_check_would(store: S
     add(store, 120)
     first = verify_all(store, KEY.public_key())
     assert first.ok and first.entries == 120 and first.heads == 1
-    assert first.frontier is not None and first.key is not None
+    assert first.tree is not None and first.key is not None
     add(store, 37)
     add(store, 5, head=None)
     later = verify_new(store, first, KEY.public_key())
     assert later.ok and later.entries == 162 and later.heads == 2
     assert later.full_at == first.full_at and later.checked_at >= first.checked_at
     assert whole(store) == (True, None, "", 162)
-    # The frontier is the whole ledger's: a head over it has the same root.
-    assert later.frontier is not None
-    assert merkle.frontier_root(list(later.frontier)) == \
-        merkle.root(leaves(store.ledger.entries()))
+    # The tree kept is the whole ledger's, as if hashed afresh.
+    assert later.tree == merkle.levels(leaves(store.ledger.entries()))
     # Nothing new: nothing changes but the time.
     again = verify_new(store, later, KEY.public_key())
-    assert (again.ok, again.entries, again.frontier) == (True, 162, later.frontier)
+    assert (again.ok, again.entries, again.tree) == (True, 162, later.tree)
 
 
 def test_a_new_entry_that_does_not_hold_is_named_as_the_command_names_it(
@@ -134,7 +132,7 @@ def test_a_dropped_tail_is_read_whole_again(store: Store) -> None:
 
 def test_an_empty_ledger_verifies_and_extends(store: Store) -> None:
     known = verify_all(store, None)
-    assert known.ok and known.entries == 0 and known.frontier == ()
+    assert known.ok and known.entries == 0 and known.tree == [[]]
     add(store, 3)
     later = verify_new(store, known, None)
     assert later.ok and later.entries == 3 and later.heads == 1
@@ -159,3 +157,20 @@ def test_contents_are_checked_for_new_entries(store: Store) -> None:
                            .where(schema.blobs.c.digest == newest.content_digest)
                            .values(content=None))
     assert verify_all(store, KEY.public_key()).erased == 1
+
+
+@pytest.mark.parametrize("sizes", [(0, 1), (1, 1), (5, 3), (8, 8), (13, 50), (64, 1), (100, 157)])
+def test_a_tree_extended_in_place_is_the_tree_of_all_its_leaves(sizes: tuple[int, int]) -> None:
+    first, more = sizes
+    all_leaves = [bytes([i % 256, i // 256]) * 16 for i in range(first + more)]
+    tree = merkle.levels(all_leaves[:first])
+    merkle.extend_levels(tree, all_leaves[first:first + more // 2])
+    merkle.extend_levels(tree, all_leaves[first + more // 2:])
+    assert tree == merkle.levels(all_leaves)
+    # Any prefix's proof is read off the longer tree as off its own.
+    for size in {1, first or 1, first + more}:
+        for index in {0, size // 2, size - 1}:
+            assert merkle.audit_path(tree, index, size) == \
+                merkle.inclusion_proof(all_leaves[:size], index)
+    with pytest.raises(ValueError):
+        merkle.audit_path(tree, 0, first + more + 1)

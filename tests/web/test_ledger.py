@@ -145,6 +145,9 @@ def test_the_receipt_is_the_commands_and_verifies_offline(stocked: Stocked,
     web = got.json()
     assert web == cli  # nothing was appended in between: the same head, the same bytes
     assert got.text == made.out
+    # Once the server holds the verified tree, the proof is read off it: the same receipt.
+    settled(served)
+    assert served.get(f"/ledger/receipts/{stocked.first}").text == made.out
     assert web["run"]["run_id"] == stocked.first and web["entry"]["kind"] == "run-sealed"
 
 

@@ -4,12 +4,17 @@
 about half a second for 100,000 entries. A page that says whether the ledger
 holds cannot pay that on each view, so a :class:`Verified` remembers what one
 whole verification established — the first ``size`` entries hold, the last of
-them has the hash ``last``, their Merkle frontier, the key the heads are
-signed by — and :func:`verify_new` checks only the last of them again and
-what came after: that entry still has its hash and holds, the entries
-appended since (chain, hashes, contents, as ``chain.walk`` checks them),
-and every head signed since (signature, signer, root over the extended
-frontier).
+them has the hash ``last``, their Merkle tree, the key the heads are signed
+by — and :func:`verify_new` checks only the last of them again and what came
+after: that entry still has its hash and holds, the entries appended since
+(chain, hashes, contents, as ``chain.walk`` checks them), and every head
+signed since (signature, signer, its root read off the extended tree).
+
+The tree (``merkle.levels`` of the verified entries' hashes: about 15 MB for
+100,000 entries) is kept because it also proves any sealed run's inclusion
+without hashing the ledger again (``run_receipts.issue(tree=…)``). It only
+grows: ``verify_new`` extends it in place, so successive :class:`Verified`
+share it, and a reader takes only the prefix its sizes name.
 
 Anything the short path finds wrong is handed to a whole ``Ledger.verify``,
 so a broken ledger is always reported in the words of ``assay ledger
@@ -29,7 +34,7 @@ from sqlalchemy.engine import Connection
 
 from . import merkle, schema
 from .chain import GENESIS, Row, TreeHead, VerifyResult, walk
-from .ledger import utc_stamp
+from .ledger import entry_hashes, utc_stamp
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -47,8 +52,8 @@ class Verified:
     ``result`` is ``Ledger.verify``'s (or the short path's, which only ever
     says "holds"); ``entries`` how many entries the ledger had; ``erased``
     how many of them have their content erased; ``heads`` how many stored
-    heads there were. ``frontier`` is None when no later check may start
-    from this one (the ledger did not hold, or moved while it was read).
+    heads there were. ``tree`` is None when no later check may start from
+    this one (the ledger did not hold, or moved while it was read).
     """
 
     result: VerifyResult
@@ -61,7 +66,8 @@ class Verified:
     last: str = ""
     #: The ``prev_hash`` of that last entry (what it links to).
     before_last: str = GENESIS
-    frontier: tuple[bytes, ...] | None = None
+    #: ``merkle.levels`` of at least the first ``entries`` entries (shared, append-only).
+    tree: list[list[bytes]] | None = None
     #: The raw public key every head is signed by (None: no head yet).
     key: bytes | None = None
 
@@ -85,10 +91,10 @@ def verify_all(store: Store, public_key: Ed25519PublicKey | None = None) -> Veri
         first_key = _first_head_key(connection)
     if prefix is None:  # the ledger moved under the check: the next one reads it all again
         return Verified(result, count, erased, result.heads, when, when)
-    frontier, last, before_last = prefix
+    tree, last, before_last = prefix
     key = raw_public_key(public_key) if public_key is not None else first_key
     return Verified(result, count, erased, result.heads, when, when, last, before_last,
-                    tuple(frontier), key)
+                    tree, key)
 
 
 def verify_new(store: Store, known: Verified,
@@ -102,7 +108,7 @@ def verify_new(store: Store, known: Verified,
 
     if not known.ok:
         return known
-    if known.frontier is None:
+    if known.tree is None or len(known.tree[0]) != known.entries:
         return verify_all(store, public_key)
     wanted = raw_public_key(public_key) if public_key is not None else known.key
     if wanted is not None and known.key is not None and wanted != known.key:
@@ -124,63 +130,49 @@ def verify_new(store: Store, known: Verified,
         return verify_all(store, public_key)
     count = start + len(rows)
     new_erased = sum(1 for position in result.absent if position >= known.entries)
-    frontier, size, key = list(known.frontier), known.entries, wanted
-    for head_size, parsed in heads:
-        if parsed is None or head_size > count:
+    key = wanted
+    for _, parsed in heads:
+        if parsed is None or parsed[0].size > count:
             return verify_all(store, public_key)
         head, raw = parsed
         if not signature_holds(head, raw) or (key is not None and raw != key):
             return verify_all(store, public_key)
         key = raw
-        frontier = merkle.extend_frontier(frontier, size, _leaves(rows, size, head_size))
-        size = head_size
-        if merkle.frontier_root(frontier) != head.root:
+    # Every new entry holds: the tree grows by them (in place: it only ever grows).
+    tree = known.tree
+    appended = rows[1:] if known.entries else rows  # rows[0]: the last entry verified before
+    merkle.extend_levels(tree, [bytes.fromhex(row[4][7:]) for row in appended])
+    for _, parsed in heads:
+        assert parsed is not None
+        if merkle.range_hash(tree, 0, parsed[0].size) != parsed[0].root:
             return verify_all(store, public_key)
-    frontier = merkle.extend_frontier(frontier, size, _leaves(rows, size, count))
     last, before_last = (rows[-1][4], rows[-1][3]) if rows else (known.last, known.before_last)
     return Verified(VerifyResult(True, absent=(), heads=head_count), count,
                     known.erased + new_erased, head_count, known.full_at, when,
-                    last, before_last, tuple(frontier), key)
+                    last, before_last, tree, key)
 
 
-def _leaves(rows: list[Row], size: int, end: int) -> list[bytes]:
-    """The Merkle leaves of entries ``size`` to ``end`` (``rows`` start at the known prefix)."""
-    first = rows[0][0] if rows else size
-    return [bytes.fromhex(row[4][7:]) for row in rows[size - first:end - first]]
+def _prefix(connection: Connection, count: int
+            ) -> tuple[list[list[bytes]], str, str] | None:
+    """The Merkle levels of the first ``count`` entries, the last one's hash and ``prev_hash``.
 
-
-def _prefix(connection: Connection, count: int) -> tuple[list[bytes], str, str] | None:
-    """The frontier of the first ``count`` entries, the last one's hash and ``prev_hash``.
-
-    Starts from the newest stored head within them whose frontier folds to
-    its root (just verified against the entries), hashing only the entries
-    after it. None when the entries read are not the ``count`` verified.
+    None when the entries read are not the ``count`` verified (the ledger
+    moved in between).
     """
-    from .heads import stored_heads
-
-    frontier: list[bytes] = []
-    size = 0
-    for head in reversed(stored_heads(connection)):
-        nodes = head.frontier_hashes() if head.size <= count else None
-        if nodes is not None:
-            frontier, size = nodes, head.size
-            break
-    c = schema.ledger.c
-    hashes = [str(h) for h in connection.scalars(
-        sa.select(c.hash).where(c.index >= size, c.index < count).order_by(c.index))]
-    if len(hashes) != count - size:
+    hashes = entry_hashes(connection)[:count]
+    if len(hashes) != count:
         return None
     try:
-        frontier = merkle.extend_frontier(frontier, size,
-                                          [bytes.fromhex(h[7:]) for h in hashes])
+        tree = merkle.levels([bytes.fromhex(h[7:]) for h in hashes])
     except ValueError:
         return None
+    c = schema.ledger.c
     tail = connection.execute(sa.select(c.prev_hash, c.hash)
                               .where(c.index == count - 1)).first() if count else None
     if count and tail is None:
         return None
     last, before_last = (str(tail[1]), str(tail[0])) if tail is not None else ("", GENESIS)
-    return frontier, last, before_last
+    return tree, last, before_last
 
 
 def _first_head_key(connection: Connection) -> bytes | None:

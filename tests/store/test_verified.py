@@ -174,3 +174,32 @@ def test_a_tree_extended_in_place_is_the_tree_of_all_its_leaves(sizes: tuple[int
                 merkle.inclusion_proof(all_leaves[:size], index)
     with pytest.raises(ValueError):
         merkle.audit_path(tree, 0, first + more + 1)
+
+
+def test_the_whole_check_in_a_process_of_its_own_sends_what_it_found(
+        store: Store, db_url: str) -> None:
+    import multiprocessing
+
+    from assay.store.heads import raw_public_key
+    from assay.store.verified import verify_all_sent
+
+    add(store, 30)
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=verify_all_sent,
+                              args=(sending, db_url, raw_public_key(KEY)), daemon=True)
+    process.start()
+    sending.close()
+    kind, found = receiving.recv()
+    process.join(timeout=60)
+    assert kind == "ok" and found.ok and found.entries == 30
+    assert found.tree == verify_all(store, KEY.public_key()).tree
+    # A store that cannot be opened: the error's type, never its message.
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=verify_all_sent,
+                              args=(sending, "nosuchdialect://x", None), daemon=True)
+    process.start()
+    sending.close()
+    kind, error = receiving.recv()
+    process.join(timeout=60)
+    assert kind == "error" and isinstance(error, str) and "://" not in error

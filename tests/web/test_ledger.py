@@ -223,3 +223,20 @@ def test_the_verification_part_is_a_page_unless_htmx_asks(served: Served) -> Non
     assert "<html" not in part.text
     followed = served.get("/ledger/verify")  # the form's action, as a link
     assert followed.status_code == 303 and followed.headers["location"] == "/ledger"
+
+
+def test_a_review_entry_names_its_item_and_never_its_hidden_case(stocked: Stocked,
+                                                                 served: Served) -> None:
+    items = served.get("/api/review").json()["items"]
+    hidden = next(item for item in items if item["hidden"])["item"]
+    assert served.client.post(f"/review/{hidden}", data={"verdict": "rejected",
+                                                         "reviewer": "ada"}).status_code == 303
+    # The entry's content holds the hidden case's id (it must find its trial): the page
+    # takes the item's number from it, and nothing else.
+    data = served.get("/api/ledger").json()
+    newest = data["entries"][0]
+    assert (newest["kind"], newest["review_item"], newest["run_id"]) == \
+        ("review", hidden, None)
+    html = served.get("/ledger").text
+    assert f'<a href="/review/{hidden}">review item {hidden}</a>' in html
+    assert CANARY not in html and CANARY not in json.dumps(data)

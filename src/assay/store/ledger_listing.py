@@ -2,14 +2,16 @@
 
 Entries are read by index range (``index`` is the primary key and gap-free
 from 0), so page 2,000 of a ledger of 100,000 entries costs what page 1
-does. An entry is listed with what it seals when the store says so cheaply:
-the run a ``run-sealed`` entry sealed (``runs.seal_entry``) and the queue
-item a ``review`` entry decided (``review_items.entry``). Nothing here reads
-an entry's content, so nothing here can hold a hidden case.
+does. An entry is listed with what it sealed, as its own content says: the
+run of a ``run-sealed`` entry, the queue item of a ``review`` entry. Only
+those two fields are taken from the content and nothing else leaves this
+module: a review entry's content also holds the case id, which for a hidden
+case is the secret itself. An erased or edited content names nothing.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,18 +69,40 @@ def entries_page(store: Store, size: int, *, limit: int, offset: int = 0) -> lis
     low = max(0, high - limit)
     if high <= 0:
         return []
-    r, q = schema.runs.c, schema.review_items.c
+    b = schema.blobs.c
     with store.engine.connect() as connection:
         rows = connection.execute(
             sa.select(c.index, c.kind, c.created_at, c.content_digest, c.hash)
             .where(c.index >= low, c.index < high).order_by(c.index.desc())).all()
-        indexes = [int(row[0]) for row in rows]
-        runs = {int(row[0]): str(row[1]) for row in connection.execute(
-            sa.select(r.seal_entry, r.run_id).where(r.seal_entry.in_(indexes)))}
-        items = {int(row[0]): int(row[1]) for row in connection.execute(
-            sa.select(q.entry, q.id).where(q.entry.in_(indexes)))}
-    return [ListedEntry(int(row[0]), str(row[1]), str(row[2]), str(row[3]), str(row[4]),
-                        runs.get(int(row[0])), items.get(int(row[0]))) for row in rows]
+        wanted = sorted({str(row[3]) for row in rows if row[1] in _NAMED})
+        contents = {str(found[0]): bytes(found[1]) for found in connection.execute(
+            sa.select(b.digest, b.content).where(b.digest.in_(wanted),
+                                                 b.content.is_not(None)))} if wanted else {}
+    listed = []
+    for row in rows:
+        named = _named(str(row[1]), contents.get(str(row[3])))
+        run_id = named if isinstance(named, str) else None
+        item = named if isinstance(named, int) else None
+        listed.append(ListedEntry(int(row[0]), str(row[1]), str(row[2]), str(row[3]),
+                                  str(row[4]), run_id, item))
+    return listed
+
+
+#: The kinds whose content names what the entry sealed, and the field that does.
+_NAMED = {"run-sealed": "run_id", "review": "item"}
+
+
+def _named(kind: str, content: bytes | None) -> str | int | None:
+    """The run id a run-sealed entry's content names, the item a review entry's names."""
+    if content is None or kind not in _NAMED:
+        return None
+    try:
+        value = json.loads(content).get(_NAMED[kind])
+    except (ValueError, AttributeError):
+        return None  # edited into something else: verification says so, the list names nothing
+    if kind == "review":
+        return value if type(value) is int else None
+    return value if isinstance(value, str) else None
 
 
 def newest_head(store: Store) -> NewestHead | None:

@@ -27,7 +27,7 @@ whole ledger was last read (``full_at``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -95,6 +95,35 @@ def verify_all(store: Store, public_key: Ed25519PublicKey | None = None) -> Veri
     key = raw_public_key(public_key) if public_key is not None else first_key
     return Verified(result, count, erased, result.heads, when, when, last, before_last,
                     tree, key)
+
+
+def verify_all_sent(pipe: Any, url: str, raw_key: bytes | None) -> None:
+    """``verify_all`` of the store at ``url``, sent on ``pipe``: a process's whole work.
+
+    The workbench runs the whole check in a process of its own, so that
+    hashing 100,000 entries does not hold the server's interpreter lock
+    while it answers pages. Sends ``("ok", Verified)``, or ``("error",
+    TYPE)`` naming only the exception's type (its message may quote a row).
+    Ignores Ctrl-C: the server decides when it stops.
+    """
+    import signal
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from .database import open_store
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        store = open_store(url)
+        try:
+            key = None if raw_key is None else Ed25519PublicKey.from_public_bytes(raw_key)
+            answer: tuple[str, Any] = ("ok", verify_all(store, key))
+        finally:
+            store.close()
+    except Exception as error:
+        answer = ("error", type(error).__name__)
+    pipe.send(answer)
+    pipe.close()
 
 
 def verify_new(store: Store, known: Verified,

@@ -2,7 +2,7 @@
 
 Verification says what ``assay ledger verify`` says, without making a page
 wait for it: the whole ledger (every entry, content and head:
-``store.verified.verify_all``) is read on a thread of its own, the first
+``store.verified.verify_all``) is read in a process of its own, the first
 time the page is asked for and whenever "Verify the whole ledger again" is
 pressed, while the page says it is checking and asks every second (htmx);
 every other view checks only the entries and heads stored since
@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request
@@ -46,10 +47,12 @@ PAGE_SIZE = 50
 class LedgerWatch:
     """The server's memory of the ledger's last check: one per app.
 
-    The whole ledger is read on a thread of its own (the first view, or
-    "verify again"), so no page waits for it: meanwhile the page says it is
-    checking, and asks again every second. Other views extend the last
-    result over what is new (``verify_new``), one at a time.
+    The whole ledger is read in a process of its own (the first view, or
+    "verify again"; a thread for an in-memory store, which no other process
+    can open), so that no page waits for it, nor for the interpreter lock
+    its hashing would hold: meanwhile the page says it is checking, and asks
+    every second. Other views extend the last result over what is new
+    (``verify_new``), one at a time.
     """
 
     def __init__(self) -> None:
@@ -82,22 +85,63 @@ class LedgerWatch:
     def _start(self, store: Store, public_key: Ed25519PublicKey | None) -> None:
         """Start a whole check (the lock is held)."""
         from ..store.ledger import utc_stamp
+
+        self.checking_since = utc_stamp()
+        url = store.engine.url
+        if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
+            target = self._in_thread(store, public_key)
+        else:
+            target = self._in_process(url.render_as_string(hide_password=False), public_key)
+        threading.Thread(target=target, name="assay-ledger-verify", daemon=True).start()
+
+    def _in_process(self, url: str, public_key: Ed25519PublicKey | None
+                    ) -> Callable[[], None]:
+        import multiprocessing
+
+        from ..store.heads import raw_public_key
+        from ..store.verified import verify_all_sent
+
+        context = multiprocessing.get_context("spawn")  # the server has threads: no fork
+        receiving, sending = context.Pipe(duplex=False)
+        raw = None if public_key is None else raw_public_key(public_key)
+        process = context.Process(target=verify_all_sent, args=(sending, url, raw),
+                                  name="assay-ledger-verify", daemon=True)
+        process.start()
+        sending.close()
+
+        def wait() -> None:
+            try:
+                kind, value = receiving.recv()
+            except (EOFError, OSError):
+                kind, value = "error", "the verifying process ended without an answer"
+            finally:
+                receiving.close()
+                process.join()
+            self._done(value if kind == "ok" else None, None if kind == "ok" else str(value))
+
+        return wait
+
+    def _in_thread(self, store: Store, public_key: Ed25519PublicKey | None
+                   ) -> Callable[[], None]:
         from ..store.verified import verify_all
 
         def whole() -> None:
-            found, error = None, None
             try:
                 found = verify_all(store, public_key)
             except Exception as failure:  # its message may quote a stored row: only its type
-                error = type(failure).__name__
-                log.error("the ledger could not be verified: %s", error)
-            with self.lock:
-                self.verified = found if found is not None else self.verified
-                self.error = error
-                self.checking_since = None
+                self._done(None, type(failure).__name__)
+            else:
+                self._done(found, None)
 
-        self.checking_since = utc_stamp()
-        threading.Thread(target=whole, name="assay-ledger-verify", daemon=True).start()
+        return whole
+
+    def _done(self, found: Verified | None, error: str | None) -> None:
+        if error is not None:
+            log.error("the ledger could not be verified: %s", error)
+        with self.lock:
+            self.verified = found if found is not None else self.verified
+            self.error = error
+            self.checking_since = None
 
 
 _WATCHES = threading.Lock()

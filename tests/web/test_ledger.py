@@ -240,3 +240,20 @@ def test_a_review_entry_names_its_item_and_never_its_hidden_case(stocked: Stocke
     html = served.get("/ledger").text
     assert f'<a href="/review/{hidden}">review item {hidden}</a>' in html
     assert CANARY not in html and CANARY not in json.dumps(data)
+
+
+def test_no_receipt_from_a_ledger_that_does_not_hold(stocked: Stocked, served: Served) -> None:
+    settled(served)
+    assert served.get(f"/ledger/receipts/{stocked.first}").status_code == 200
+    entry = stocked.reports[0]["seal"]["entry"]
+    with sqlite3.connect(stocked.project.root / ".assay" / "assay.db") as db:
+        [digest] = db.execute('SELECT content_digest FROM ledger WHERE "index" = ?',
+                              (entry,)).fetchone()
+        db.execute("UPDATE blobs SET content = ? WHERE digest = ?",
+                   (json.dumps({"run_id": "someone-else"}).encode(), digest))
+    refused = served.get(f"/ledger/receipts/{stocked.first}")
+    assert refused.status_code == 409
+    assert "the stored ledger does not hold (content:" in refused.text
+    assert "someone-else" not in refused.text
+    code, said = cli_verify(stocked)
+    assert code == 1 and f"entry {entry}:" in said

@@ -62,6 +62,9 @@ class LedgerWatch:
         self.checking_since: str | None = None
         #: Why the last whole check could not run (an error's type, never its message).
         self.error: str | None = None
+        #: Until a whole check has verified one, the tree receipts are proved from.
+        self.tree: list[list[bytes]] | None = None
+        self.tree_lock = threading.Lock()
 
     def look(self, store: Store, public_key: Ed25519PublicKey | None
              ) -> tuple[Verified | None, str | None]:
@@ -135,6 +138,34 @@ class LedgerWatch:
 
         return whole
 
+    def receipt_tree(self, store: Store) -> list[list[bytes]] | None:
+        """A Merkle tree of the ledger's entries to read receipts' proofs off.
+
+        The verified one when there is one; else one built from the stored
+        hashes on first use and extended by what came since. The latter is
+        not verified, and need not be: a receipt is checked against its
+        signed head before it is handed out, and built afresh if that fails
+        (``run_receipts.issue``).
+        """
+        from ..store import merkle
+        from ..store.ledger import entry_hashes
+
+        verified = self.verified
+        if verified is not None and verified.ok and verified.tree is not None:
+            return verified.tree
+        with self.tree_lock:
+            tree = self.tree if self.tree is not None else [[]]
+            with store.engine.connect() as connection:
+                hashes = entry_hashes(connection, len(tree[0]))
+            try:
+                merkle.extend_levels(tree, [bytes.fromhex(h.removeprefix("sha256:"))
+                                            for h in hashes])
+            except ValueError:  # a malformed hash: no tree, the receipt is built afresh
+                self.tree = None
+                return None
+            self.tree = tree
+            return tree
+
     def _done(self, found: Verified | None, error: str | None) -> None:
         if error is not None:
             log.error("the ledger could not be verified: %s", error)
@@ -142,6 +173,8 @@ class LedgerWatch:
             self.verified = found if found is not None else self.verified
             self.error = error
             self.checking_since = None
+        if found is not None and found.ok:
+            self.tree = None  # receipts are proved from the verified tree from now on
 
 
 _WATCHES = threading.Lock()
@@ -243,9 +276,8 @@ def receipt_download(request: Request, run_id: str) -> Response:
     bench = request.app.state.bench
     store = bench.open()
     run_row(store, run_id)  # no such run: 404 naming it
-    # The tree the server verified proves the run's entry without hashing the ledger again.
-    verified, _ = watch(request.app).look(store, _local_key(bench))
-    tree = verified.tree if verified is not None and verified.ok else None
+    # A tree the server holds proves the run's entry without hashing the ledger again.
+    tree = watch(request.app).receipt_tree(store)
     try:
         built = issue(store, run_id, signing_key(bench.db), tree=tree)
     except ReceiptDoesNotHold as broken:

@@ -41,58 +41,33 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     It holds the run's summary (no hidden content), its run-sealed ledger
     entry, the entry's inclusion proof and a signed tree head.
     """
-    import json
-
-    from ..errors import UsageError
-    from ..grading import redact
     from ..reports.safe import inert, json_text
-    from ..store import receipts
     from ..store.database import open_store
-    from ..store.documents import summary
     from ..store.keys import signing_key
+    from ..store.run_receipts import ReceiptDoesNotHold, issue
 
     try:
         key = signing_key(db)
         store = open_store(db)
         try:
-            full = store.load_report(run_id)
-            index = (full.seal or {}).get("entry")
-            no_seal = UsageError(f"run {run_id} has no run-sealed ledger entry "
-                                 "(stored before the ledger?): no receipt")
-            if not isinstance(index, int):
-                raise no_seal
-            head, raw_key = store.ledger.record_head(key)
-            entries = store.ledger.entries()
-            sealed = entries[index] if 0 <= index < min(len(entries), head.size) else None
-            if sealed is None or sealed.kind != "run-sealed":
-                raise no_seal
-            stored = store.ledger.content(sealed.content_digest)
+            built = issue(store, run_id, key)
         finally:
             store.close()
-        if stored is None:
-            raise UsageError(f"run {run_id}: its run-sealed content was erased: no receipt")
-        try:
-            content = json.loads(stored)
-        except ValueError:  # edited into something that is not JSON: verify names it
-            content = None
-        built = receipts.build(summary(redact(full)), entries, sealed.index, content,
-                               head, raw_key)
+    except ReceiptDoesNotHold as broken:
+        # Built from stored rows and checked as a verifier will: a tampered
+        # ledger yields no receipt rather than one that does not verify.
+        click.echo(inert(f"receipt: the stored ledger does not hold ({broken.reason}); "
+                         "run `assay ledger verify`"))
+        sys.exit(EXIT_NOT_PASSED)
     except AssayError as error:
         fail(error)
         return
-    # The receipt is built from stored rows: check it as a verifier will, so a
-    # tampered ledger yields no receipt rather than one that does not verify.
-    check = receipts.verify(built)
-    if not check.ok:
-        click.echo(inert(f"receipt: the stored ledger does not hold ({check.reason}); "
-                         "run `assay ledger verify`"))
-        sys.exit(EXIT_NOT_PASSED)
     text = json_text(built) + "\n"
     if out is None:
         click.echo(text, nl=False)
     else:
         out.write_text(text, encoding="utf-8")
-        click.echo(inert(f"receipt: {out} (run {run_id}, entry {sealed.index}, "
+        click.echo(inert(f"receipt: {out} (run {run_id}, entry {built['entry']['index']}, "
                          f"signed by key {built['key']['fingerprint']})"))
 
 

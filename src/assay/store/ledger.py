@@ -51,6 +51,24 @@ def _rows_and_contents(connection: Connection) -> tuple[Sequence[Row], dict[str,
     return rows, contents
 
 
+def entry_hashes(connection: Connection, start: int = 0) -> list[str]:
+    """The stored ``hash`` of every entry from ``start`` on, by index: a Merkle tree's leaves.
+
+    The whole ledger through the DBAPI cursor, like :func:`_rows_and_contents`
+    (100,000 entries as objects would cost more than hashing them).
+    """
+    if start:
+        c = schema.ledger.c
+        return [str(h) for h in connection.scalars(
+            sa.select(c.hash).where(c.index >= start).order_by(c.index))]
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute('SELECT hash FROM ledger ORDER BY "index"')
+        return [str(row[0]) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
+
+
 def utc_stamp(moment: datetime | None = None) -> str:
     """``moment`` (default: now) in UTC, ISO 8601 to the microsecond with a ``Z``.
 

@@ -69,6 +69,26 @@ def levels(leaves: Sequence[bytes]) -> list[list[bytes]]:
     return levels
 
 
+def extend_levels(tree: list[list[bytes]], leaves: Sequence[bytes]) -> None:
+    """Append ``leaves`` to ``tree`` (:func:`levels`' result) in place, hashing only what is new.
+
+    Afterwards ``tree`` equals ``levels`` of all the leaves: each level gains
+    the complete subtrees the new leaves close, nothing else is hashed again.
+    """
+    sha256 = hashlib.sha256
+    if not tree:
+        tree.append([])
+    tree[0].extend(sha256(b"\x00" + leaf).digest() for leaf in leaves)
+    height = 0
+    while len(tree[height]) > 1:
+        if height + 1 == len(tree):
+            tree.append([])
+        below, above = tree[height], tree[height + 1]
+        above.extend(sha256(b"\x01" + below[i] + below[i + 1]).digest()
+                     for i in range(2 * len(above), len(below) - 1, 2))
+        height += 1
+
+
 def range_hash(tree: list[list[bytes]], start: int, end: int) -> bytes:
     """MTH of leaves [start, end) where ``start`` is aligned to a power of two > end - start.
 
@@ -95,7 +115,18 @@ def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
     n = len(leaves)
     if not 0 <= index < n:
         raise ValueError(f"leaf {index} is not in a tree of {n}")
-    tree = levels(leaves)
+    return audit_path(levels(leaves), index, n)
+
+
+def audit_path(tree: list[list[bytes]], index: int, n: int) -> list[bytes]:
+    """PATH(index, D[n]) read off ``tree``, the :func:`levels` of ``n`` or more leaves.
+
+    The first ``n`` leaves' complete subtrees are the same whatever follows
+    them, so a tree kept and extended (:func:`extend_levels`) proves any
+    prefix without hashing it again.
+    """
+    if not 0 <= index < n or not tree or len(tree[0]) < n:
+        raise ValueError(f"leaf {index} is not in a tree of {n} held here")
     path = []
     for height in range(len(tree)):
         sibling = (index >> height) ^ 1

@@ -59,8 +59,18 @@ def build(summary: dict[str, Any], entries: list[Entry], sealed_index: int,
     """
     if not 0 <= sealed_index < head.size <= len(entries):
         raise ValueError(f"entry {sealed_index} is not under a head of {head.size} entries")
-    entry = entries[sealed_index]
     path = merkle.inclusion_proof(leaves(entries[:head.size]), sealed_index)
+    return receipt_of(summary, entries[sealed_index], path, content, head, public_key)
+
+
+def receipt_of(summary: dict[str, Any], entry: Entry, path: list[bytes], content: Any,
+               head: TreeHead, public_key: Ed25519PublicKey | Ed25519PrivateKey | bytes
+               ) -> dict[str, Any]:
+    """The receipt of ``entry`` whose audit path under ``head`` is ``path`` (see :func:`build`).
+
+    For a caller that holds the tree already (``merkle.audit_path``) and
+    need not hand over every entry; :func:`verify` checks the result.
+    """
     if isinstance(public_key, Ed25519PrivateKey):
         public_key = public_key.public_key()
     raw = public_key if isinstance(public_key, bytes) else _raw(public_key)

@@ -108,19 +108,52 @@ def add_item(store: Store, item: dict[str, Any], trace: bytes | None = None) -> 
 
 
 def list_items(store: Store, *, decided: bool | None = False,
-               limit: int | None = None) -> list[StoredItem]:
-    """Items oldest first: open ones (``decided=False``), decided ones (True), or all (None)."""
+               limit: int | None = None, offset: int = 0) -> list[StoredItem]:
+    """Items oldest first: open ones (``decided=False``), decided ones (True), or all (None).
+
+    ``limit`` and ``offset`` page through a long queue in the database.
+    """
     c = schema.review_items.c
-    query = _select()
-    if decided is False:
-        query = query.where(c.verdict.is_(None))
-    elif decided is True:
-        query = query.where(c.verdict.is_not(None))
-    query = query.order_by(c.added_at, c.id)
+    query = _decided(_select(), decided).order_by(c.added_at, c.id)
     if limit is not None:
         query = query.limit(limit)
+    if offset:
+        query = query.offset(offset)
     with store.engine.connect() as connection:
         return [_item(row) for row in connection.execute(query)]
+
+
+def count_items(store: Store, *, decided: bool | None = False) -> int:
+    """How many items ``list_items`` would list with no limit."""
+    query = _decided(sa.select(sa.func.count()).select_from(schema.review_items), decided)
+    with store.engine.connect() as connection:
+        return int(connection.scalar(query) or 0)
+
+
+def next_open(store: Store, after: StoredItem) -> StoredItem | None:
+    """The open item that comes after ``after`` in the queue's order, else the oldest open one.
+
+    What a reviewer working down the queue looks at next; None when no item is open.
+    """
+    c = schema.review_items.c
+    later = sa.or_(c.added_at > after.added_at,
+                   sa.and_(c.added_at == after.added_at, c.id > after.id))
+    with store.engine.connect() as connection:
+        for wanted in (sa.and_(later, c.id != after.id), c.id != after.id):
+            row = connection.execute(_decided(_select(), False).where(wanted)
+                                     .order_by(c.added_at, c.id).limit(1)).first()
+            if row is not None:
+                return _item(row)
+    return None
+
+
+def _decided(query: Any, decided: bool | None) -> Any:
+    c = schema.review_items.c
+    if decided is False:
+        return query.where(c.verdict.is_(None))
+    if decided is True:
+        return query.where(c.verdict.is_not(None))
+    return query
 
 
 def load_item(store: Store, item_id: int) -> StoredItem:

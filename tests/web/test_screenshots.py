@@ -14,6 +14,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from .conftest import CANARY, Served, Stocked, Watched
 
@@ -48,6 +49,8 @@ def test_screenshots_of_the_main_pages(stocked: Stocked, served: Served, page: W
     for name, (path, heading) in shots.items():
         page.page.goto(served.url + path)
         page.page.wait_for_load_state("load")
+        if name == "ledger":  # the first view checks the whole ledger in the background
+            expect(page.page.locator(".verification .outcome")).to_have_text("verified")
         assert heading in page.page.inner_text("main"), name
         data = page.page.screenshot(full_page=True)
         width, height = _png_size(data)

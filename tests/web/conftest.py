@@ -123,9 +123,23 @@ def make_stocked(project: Project) -> Stocked:
     return Stocked(project, first["run_id"], second["run_id"], [first, second])
 
 
+@pytest.fixture(scope="session")
+def _stocked_template(tmp_path_factory: pytest.TempPathFactory) -> Stocked:
+    """The two runs, made once per test process; each test gets a copy of the folder."""
+    return make_stocked(Project(tmp_path_factory.mktemp("stocked-template")))
+
+
 @pytest.fixture
-def stocked(project: Project) -> Stocked:
-    return make_stocked(project)
+def stocked(_stocked_template: Stocked, project: Project) -> Stocked:
+    """A project of its own holding ``_stocked_template``'s files and store, byte for byte.
+
+    Copied, not made again: the runs are the same for every test (their ids
+    too), and a test that changes the store changes only its copy. No process
+    holds the template's store open, so its SQLite files copy whole.
+    """
+    shutil.copytree(_stocked_template.project.root, project.root, dirs_exist_ok=True)
+    return Stocked(project, _stocked_template.first, _stocked_template.second,
+                   json.loads(json.dumps(_stocked_template.reports)))
 
 
 class Served:

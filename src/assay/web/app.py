@@ -33,7 +33,7 @@ class Workbench:
     #: The folder runs started from the page run in (their relative paths resolve here).
     workdir: Path = field(default_factory=Path.cwd)
     store: Store | None = None
-    #: Runs this server started, by run id (``web.live``).
+    #: The runs this server started (``web.children.Children``), made on first start.
     live: Any = None
 
     def open(self) -> Store:

@@ -17,7 +17,6 @@ The reviewer's name is kept in a cookie for the next item.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -206,15 +205,17 @@ def _verdict(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _value(value: Any) -> str | None:
-    """A JSON value for reading: a string as its text, anything else as indented JSON."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return _text(value)
-    return _text(json.dumps(value, indent=2, ensure_ascii=False))
+    """A JSON value for reading, as the trial page shows it (``render.recorded``), cut."""
+    from .render import recorded
+
+    return None if value is None else _text(recorded(value))
 
 
 def _text(text: str) -> str:
+    """Recorded text as the trial page shows it (control characters visible), cut at LIMIT."""
+    from ..reports.safe import inert
+
+    text = inert(text)
     if len(text) <= LIMIT:
         return text
     return f"{text[:LIMIT]}… ({len(text) - LIMIT} more characters not shown)"

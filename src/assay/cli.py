@@ -34,6 +34,7 @@ from .commands.run import run
 from .commands.serve import serve
 from .commands.stored import runs, show
 from .commands.synth import synth
+from .commands.worker import worker
 
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
@@ -98,6 +99,7 @@ main.add_command(promote)
 main.add_command(synth)
 main.add_command(proxy)
 main.add_command(serve)
+main.add_command(worker)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -64,6 +64,9 @@ class RunOptions:
     max_trials: int | None = None
     review: str = DEFAULT_POLICY
     announce_fd: int | None = None
+    executor: str = "local"
+    detach: bool = False
+    chunk: int | None = None
 
 
 @click.command()
@@ -145,6 +148,18 @@ class RunOptions:
 @click.option("--window-at", metavar="TIME",
               help="With --window: the moment whose window is meant, ISO 8601 with its zone "
                    "(e.g. 2025-01-06T10:30Z; default: now), for a schedule that runs late.")
+@click.option("--executor", type=click.Choice(["local", "queue"]), default="local",
+              show_default=True,
+              help="local: run the battery in this process. queue: enqueue its trials on the "
+                   "store's PostgreSQL (--db postgresql+psycopg://…) for `assay worker` "
+                   "processes on any machine, and follow the run until a worker seals it.")
+@click.option("--detach", is_flag=True,
+              help="With --executor queue: print the run id once the battery is enqueued and "
+                   "exit 0, without following it (assay show RUN --follow follows it).")
+@click.option("--chunk", type=click.IntRange(min=1), metavar="N",
+              help="With --executor queue: trials per job (default 50). Larger chunks cost the "
+                   "queue less per trial; smaller ones spread a short battery over more "
+                   "workers.")
 @click.option("--announce-fd", type=click.IntRange(min=3), metavar="FD", hidden=True,
               help="Write one JSON line, {\"run_id\": …}, to file descriptor FD as soon as "
                    "each run is registered (how the workbench learns which run it started).")
@@ -194,7 +209,9 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        base_url=options.base_url, window=window, judges=judges,
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
-                       review=options.review)
+                       review=options.review, executor=options.executor,
+                       detach=options.detach, chunk=options.chunk,
+                       hidden_dir=options.hidden_dir)
 
 
 def _check_adaptive(options: RunOptions) -> None:
@@ -256,18 +273,30 @@ def _window(options: RunOptions) -> Window | None:
     return window_at(options.window, moment)
 
 
+def _check_executor(options: RunOptions) -> None:
+    """``--detach`` and ``--chunk`` belong to the queue; refused on the local executor (exit 2)."""
+    if options.executor == "queue" or options.resume:
+        return
+    for flag, given in (("--detach", options.detach), ("--chunk", options.chunk is not None)):
+        if given:
+            raise UsageError(f"{flag} goes with --executor queue (the local executor runs the "
+                             "battery in this process)")
+
+
 def _run(options: RunOptions) -> int:
     from ..engine.runs import open_sink
 
     window = _window(options)
     _check_adaptive(options)
+    _check_executor(options)
+    queued = options.executor == "queue" and not options.resume
 
     # The store's writer forks first, before this process imports what a run
     # needs: it imports its database libraries on the other core meanwhile,
     # and is ready when the suites are (at a thousand cases it would
     # otherwise be the wait). run_suites stops it; should this process end
     # before, the writer reads end-of-file and ends too.
-    sink = None if options.no_store or options.resume else open_sink(options.db)
+    sink = None if options.no_store or options.resume or queued else open_sink(options.db)
 
     from rich.console import Console
 
@@ -285,6 +314,11 @@ def _run(options: RunOptions) -> int:
     if options.resume:
         if options.no_store:
             raise UsageError("--resume records into the store: it cannot go with --no-store")
+        from ..queue.follow import follow_queued
+
+        followed = follow_queued(options.resume, options.db, watcher)
+        if followed is not None:  # a queued run: its workers finish it; this follows
+            return _report(outlive([followed]), options, out, err)
         result = resume_run(
             options.resume,
             lambda suite_id: load_suites(options.paths, options.hidden_dir, (suite_id,)),
@@ -352,6 +386,13 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
         if result.existing is not None:
             assert window is not None
             _existing(result, window, options, out, err)
+            continue
+        if result.detached:
+            from rich.text import Text
+
+            assert result.run_id is not None
+            out.print(Text.assemble(shown(result.run_id), " is queued; follow it with "
+                                    f"`assay show {result.run_id} --follow`"), soft_wrap=True)
             continue
         assert result.report is not None
         reports.append(redact(result.report))

@@ -57,11 +57,16 @@ def runs(db: str | None, as_json: bool) -> None:
 @DB_OPTION
 @click.option("--json", "as_json", is_flag=True,
               help="Print the run's JSON report (schema assay.report/1) instead of the table.")
-def show(run_id: str, db: str | None, as_json: bool) -> None:
+@click.option("--follow", is_flag=True,
+              help="For a run on the job queue that is still open: show its progress until a "
+                   "worker seals it, then show it. Ctrl-C stops following, not the run.")
+def show(run_id: str, db: str | None, as_json: bool, follow: bool) -> None:
     """Show one stored run's result table and scores.
 
     As `assay run` printed them; hidden cases appear as holdout-N only.
     """
+    if follow:
+        _follow(run_id, db)
 
     from rich.console import Console
 
@@ -83,3 +88,20 @@ def show(run_id: str, db: str | None, as_json: bool) -> None:
         return
     print_report(Console(file=sys.stdout, highlight=False), report)
 
+
+
+def _follow(run_id: str, db: str | None) -> None:
+    """Follow a queued run until it is sealed (or say why there is nothing to follow)."""
+    from rich.console import Console
+
+    from ..queue.follow import follow_queued
+    from ..reports.progress import TerminalWatcher
+
+    try:
+        result = follow_queued(run_id, db, TerminalWatcher(Console(file=sys.stderr,
+                                                                   highlight=False)))
+    except AssayError as error:
+        fail(error)
+        return
+    if result is not None and result.detached:
+        sys.exit(130)  # Ctrl-C: the follower stopped, the run goes on

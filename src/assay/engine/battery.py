@@ -12,7 +12,7 @@ import asyncio
 import random
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -135,8 +135,17 @@ class Battery:
         on_result: OnResult | None = None,
         resume: Resume | None = None,
         panel: Panel | None = None,
+        only: Mapping[str, Collection[int] | None] | None = None,
+        gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.loaded = loaded
+        #: A part of the battery (a queue worker's chunk): the cases to run, each with
+        #: the trial numbers to run (None: every trial it plans, as an adaptive case
+        #: adds them). Cases not named are neither run nor folded into anything.
+        self.only = only
+        #: Shared by several batteries in one process (a queue worker's chunks): a
+        #: trial waits for it before its agent is called, outside the trial's timeout.
+        self.gate = gate
         #: The judges of the suite's quality checks (None: the suite has none).
         self.panel = panel
         self._judging: set[asyncio.Task[None]] = set()
@@ -205,13 +214,18 @@ class Battery:
     def _make_plan(self) -> list[_Slot]:
         call = self.loaded.suite.call
         slots: list[_Slot] = []
+        only = self.only
         for index, case in enumerate(self.loaded.suite.cases):
+            if only is not None and case.id not in only:
+                continue
+            chosen = only.get(case.id) if only is not None else None
             have = self._results[index]
             timeout, fixture, tools, blocking, judged = self._slot_parts(index)
             slots.extend(
                 _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
                                           tools=tools, call=call), blocking, judged)
-                for n in range(1, self._expected[index] + 1) if n not in have
+                for n in range(1, self._expected[index] + 1)
+                if n not in have and (chosen is None or n in chosen)
             )
             if self.adaptive is not None and self.adaptive[index] \
                     and len(have) == self._expected[index]:
@@ -259,64 +273,93 @@ class Battery:
 
     async def run(self) -> Report:
         """Run the battery and fold it into the full (unredacted) report."""
-        suite = self.loaded.suite
-        slots = self.plan()
-        # The facets depend on the suite alone: made with the plan, not between trials.
-        for index in range(len(suite.cases)):
-            self._facets(index)
+        self.plan()
         # Started first: a target that cannot start leaves nothing registered, and
         # the agent version is taken from what started, once (RunStart).
         await self.target.start()
         try:
-            identity = self.target.identity()
-            self.target_digest = identity_digest(identity)
-            if self.resume is not None:
-                run_id, started_at = self.resume.run_id, self.resume.started_at
-            else:
-                started = self.clock.now()
-                run_id = f"{started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(4)}"  # never seeded
-                started_at = stamp(started)
-            self.on_start(RunStart(
-                run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,
-                target_digest=self.target_digest, target_identity=identity,
-                target_facets=dict(self.target.facets), resumed=self.resume is not None))
-            count = max(1, min(self.options.concurrency, len(slots)))
-            # A fixed plan: the workers share one iterator over it. An adaptive one:
-            # cases add trials as theirs finish, each worker drains the pending ones
-            # and ends when there are none, and _finish starts workers again for
-            # trials it adds (never more than ``concurrency`` at once).
-            queue = iter(slots) if self.adaptive is None else None
-            self._pending.extend(slots if queue is None else ())
-            for _ in range(count):
-                if self.interrupted or self._live >= count:
-                    break  # stopped, or an adaptive case's added trial started one already
-                self._spawn(queue if queue is not None else self._drain())
-                # Each worker takes its first trial before the next one starts: a
-                # judged trial's question goes out then, not after every worker's
-                # first trial (64 agent calls and gradings, at the start of a run).
-                await asyncio.sleep(0)
-            # Trials handed to their judges finish here (each is recorded as it does),
-            # and so do the workers an adaptive case's added trials started.
-            while waiting := [*(w for w in self._workers if not w.done()), *self._judging]:
-                await asyncio.gather(*waiting, return_exceptions=True)
-            for worker in self._workers:
-                if not worker.cancelled() and worker.exception() is not None:
-                    raise worker.exception()  # type: ignore[misc]
+            start = self.begin()
+            await self.run_trials()
         finally:
             await self.target.close()
-        finished = self.clock.now()
-        # Cases whose trials all finished were folded as they finished; the
-        # rest (an interrupted run) are folded from what they have.
+        return self.report(start.run_id, start.started_at, stamp(self.clock.now()))
+
+    def begin(self) -> RunStart:
+        """Take the started target's identity, name the run and hand it to ``on_start``.
+
+        The target must have started. ``run`` calls it; so does a queue's
+        submitter, which registers the run and enqueues it instead of running it.
+        """
+        suite = self.loaded.suite
+        # The facets depend on the suite alone: made with the plan, not between trials.
+        for index in range(len(suite.cases)):
+            self._facets(index)
+        identity = self.target.identity()
+        self.target_digest = identity_digest(identity)
+        if self.resume is not None:
+            run_id, started_at = self.resume.run_id, self.resume.started_at
+        else:
+            started = self.clock.now()
+            run_id = f"{started:%Y%m%dT%H%M%S}Z-{secrets.token_hex(4)}"  # never seeded
+            started_at = stamp(started)
+        start = RunStart(
+            run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,
+            target_digest=self.target_digest, target_identity=identity,
+            target_facets=dict(self.target.facets), resumed=self.resume is not None)
+        self.on_start(start)
+        return start
+
+    async def run_trials(self) -> None:
+        """Run the planned trials on the started target (``begin`` first, or a worker's chunk).
+
+        Each finished trial goes to ``on_result`` and ``on_trial``; cases whose
+        trials are all in are folded as they finish.
+        """
+        slots = self.plan()
+        count = max(1, min(self.options.concurrency, len(slots)))
+        # A fixed plan: the workers share one iterator over it. An adaptive one:
+        # cases add trials as theirs finish, each worker drains the pending ones
+        # and ends when there are none, and _finish starts workers again for
+        # trials it adds (never more than ``concurrency`` at once).
+        queue = iter(slots) if self.adaptive is None else None
+        self._pending.extend(slots if queue is None else ())
+        for _ in range(count):
+            if self.interrupted or self._live >= count:
+                break  # stopped, or an adaptive case's added trial started one already
+            self._spawn(queue if queue is not None else self._drain())
+            # Each worker takes its first trial before the next one starts: a
+            # judged trial's question goes out then, not after every worker's
+            # first trial (64 agent calls and gradings, at the start of a run).
+            await asyncio.sleep(0)
+        # Trials handed to their judges finish here (each is recorded as it does),
+        # and so do the workers an adaptive case's added trials started.
+        while waiting := [*(w for w in self._workers if not w.done()), *self._judging]:
+            await asyncio.gather(*waiting, return_exceptions=True)
+        for worker in self._workers:
+            if not worker.cancelled() and worker.exception() is not None:
+                raise worker.exception()  # type: ignore[misc]
+
+    def report(self, run_id: str, started_at: str, finished_at: str, *,
+               target: TargetRef | None = None) -> Report:
+        """Fold every case into the full (unredacted) report.
+
+        Cases whose trials all finished were folded as they finished; the rest
+        (an interrupted run) are folded from what they have. ``target``: the
+        agent as registered, when this battery's target did not run it (a
+        queue's seal); by default the target's own.
+        """
+        suite = self.loaded.suite
         cases = [folded or self._fold(i) for i, folded in enumerate(self._folded)]
+        if target is None:
+            target = TargetRef(uri=self.target.uri, digest=self.target_digest,
+                               facets=dict(self.target.facets),
+                               evidence=dict(self.target.evidence))
         info = RunInfo(
             run_id=run_id,
             suite=SuiteRef(id=suite.id, digest=self.loaded.digest,
                            hidden_set=self.loaded.hidden_digest,
                            hidden_source=self.loaded.hidden_source),
-            target=TargetRef(uri=self.target.uri, digest=self.target_digest,
-                             facets=dict(self.target.facets),
-                             evidence=dict(self.target.evidence)),
-            started_at=started_at, finished_at=stamp(finished),
+            target=target, started_at=started_at, finished_at=finished_at,
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
             seed=self.seed, interrupted=self.interrupted, rejudge_of=self.options.rejudge_of,
             adaptive=Adaptive(max_trials=self.options.max_trials) if self.options.adaptive
@@ -335,9 +378,14 @@ class Battery:
             yield pending.popleft()
 
     async def _work(self, queue: Iterator[_Slot]) -> None:
+        gate = self.gate
         try:
             for slot in queue:
-                result = await self._trial(slot)
+                if gate is None:
+                    result = await self._trial(slot)
+                else:
+                    async with gate:
+                        result = await self._trial(slot)
                 if result is not None:  # None: handed to its judges, who finish it
                     self._finish(slot, result)
         finally:

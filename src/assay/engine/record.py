@@ -131,6 +131,21 @@ class RunRecorder:
         registered and that battery's run is returned. ``max_trials``: an adaptive
         run's cap (``registration``).
         """
+        row, content = self.registration_row(start, loaded, trials_per_case, options, window,
+                                             max_trials=max_trials)
+        holder = self.sink.register(row, content)
+        if holder is None:
+            self.run_id = start.run_id
+        return holder
+
+    def registration_row(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
+                         options: dict[str, Any], window: Window | None = None, *,
+                         max_trials: int | None = None) -> tuple[dict[str, Any], bytes]:
+        """The open run's ``runs`` row and its ``run-registered`` content (canonical bytes).
+
+        What ``register`` writes; a queue's submitter writes them itself, with
+        the run's chunks and jobs, in one transaction (``queue.enqueue``).
+        """
         prepared = self._prepared if self._prepared and self._prepared[0] is loaded else None
         content = registration(start, loaded, trials_per_case, window, max_trials=max_trials,
                                thresholds=prepared[1] if prepared else None)
@@ -149,10 +164,7 @@ class RunRecorder:
             "window_size": None if window is None else window.size,
             "window_start": None if window is None else window.start_stamp,
         }
-        holder = self.sink.register(row, canonical(content))
-        if holder is None:
-            self.run_id = start.run_id
-        return holder
+        return row, canonical(content)
 
     def prepare(self, loaded: LoadedSuite) -> None:
         """Make beforehand what registering a run of ``loaded`` takes from the suite alone.

@@ -30,6 +30,7 @@ import signal
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HarnessFailure, UsageError
@@ -71,6 +72,16 @@ class RunSettings:
     #: threshold, up to ``max_trials`` each (docs/decisions/0036-adaptive-runs.md).
     adaptive: bool = False
     max_trials: int = DEFAULT_MAX_TRIALS
+    #: ``--executor``: ``local`` runs the battery here; ``queue`` enqueues it on the
+    #: store's PostgreSQL for ``assay worker`` processes (``queue``, SPEC §12).
+    executor: str = "local"
+    #: ``--detach`` (queue): return once the battery is enqueued, without following it.
+    detach: bool = False
+    #: ``--chunk`` (queue): trials per job (default ``queue.chunks.DEFAULT_CHUNK``).
+    chunk: int | None = None
+    #: ``--hidden-dir``, as the suites were loaded with it: a queued run records it for
+    #: its workers, which load the suite from the same files.
+    hidden_dir: Path | None = None
 
 
 class Watcher(Protocol):
@@ -127,6 +138,11 @@ class RunResult:
     #: The window's battery existed already (open or sealed): that run. Nothing ran,
     #: nothing was registered, and ``report`` is None.
     existing: Holder | None = None
+    #: A queued run (``--executor queue``): its id, known once it is registered.
+    run_id: str | None = None
+    #: Queued and not followed to its seal (``--detach``, or the follower stopped):
+    #: ``report`` is None and the battery goes on in the workers.
+    detached: bool = False
 
 
 @dataclass
@@ -166,6 +182,15 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             sink.stop()
         # The store's unique index is what keeps one battery per window: none without it.
         raise UsageError("--window names a stored battery: it cannot go with --no-store")
+    if settings.executor == "queue":
+        from ..queue.submit import check_queue
+
+        try:
+            check_queue(settings, db, store)
+        except UsageError:
+            if sink is not None:
+                sink.stop()
+            raise
     if settings.window is not None and settings.agent_cache:
         if sink is not None:
             sink.stop()
@@ -180,6 +205,10 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             _check_agent_cache(plans, settings, watcher)
             _check_adaptive(plans, settings)
             return _run_all(plans, settings, watcher, None)
+        if settings.executor == "queue":
+            if sink is not None:
+                sink.stop()
+            return _queue_all(load, targets, settings, watcher, db)
         if sink is None:
             sink = open_sink(db)
         try:
@@ -454,6 +483,22 @@ def _check_adaptive(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetti
         raise UsageError("--adaptive: no suite run here has a quality check (judge, rubric, "
                          "similar); its checks are binary, and more trials would not change "
                          "how they fold")
+
+
+def _queue_all(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
+               settings: RunSettings, watcher: Watcher, db: str | None) -> list[RunResult]:
+    """Each (suite, target) enqueued for ``assay worker`` processes; followed unless detached."""
+    from ..queue.submit import check_queue, submit
+
+    url = check_queue(settings, db, store=True)
+    plans = _plans(load(), targets)
+    _check_judges(plans, settings)
+    _check_adaptive(plans, settings)
+    results = []
+    for item, uri in plans:
+        result = submit(item, uri, settings, watcher, url)
+        results.append(result)
+    return results
 
 
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,

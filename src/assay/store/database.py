@@ -13,7 +13,7 @@ them; every outward surface must pass what it loads through
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -500,29 +500,35 @@ class Store:
                        row.target_uri, row.target_digest, row.seed, row.started_at,
                        row.trials_per_case, json.loads(row.options or "{}"), row.status)
 
-    def load_trials(self, run_id: str) -> dict[tuple[str, int], TrialResult]:
-        """Every recorded trial of a run, rebuilt whole (verdicts, usage, trace) by (case, n)."""
+    def load_trials(self, run_id: str, cases: Collection[str] | None = None
+                    ) -> dict[tuple[str, int], TrialResult]:
+        """Every recorded trial of a run, rebuilt whole (verdicts, usage, trace) by (case, n).
+
+        ``cases``: only the trials of these case ids (a queue worker's chunk).
+        """
         from ..model.result import TrialResult, Verdict
         from ..model.trace import Trace, Usage
 
         t, v, b = schema.trials.c, schema.verdicts.c, schema.blobs.c
+        some_v = () if cases is None else (v.case_id.in_(sorted(cases)),)
+        some_t = () if cases is None else (t.case_id.in_(sorted(cases)),)
         verdicts: dict[tuple[str, int], list[Verdict]] = {}
         results: dict[tuple[str, int], TrialResult] = {}
         with self.engine.connect() as connection:
             for x in connection.execute(
                     sa.select(v.case_id, v.n, v.assertion, v.check, v.family, v.outcome,
                               v.evidence, v.note, v.provenance, v.threshold, v.score)
-                    .where(v.run_id == run_id).order_by(v.case_id, v.n, v.position)):
+                    .where(v.run_id == run_id, *some_v).order_by(v.case_id, v.n, v.position)):
                 verdicts.setdefault((x.case_id, x.n), []).append(Verdict(
                     assertion=x.assertion, check=x.check, family=x.family, outcome=x.outcome,
                     evidence=x.evidence, note=x.note, provenance=x.provenance,
                     threshold=x.threshold, score=x.score))
-            opinions = _opinions(connection, run_id)
+            opinions = _opinions(connection, run_id, cases=cases)
             for y in connection.execute(
                     sa.select(t.case_id, t.n, t.outcome, t.reason, t.duration_s, t.usage,
                               b.content)
                     .outerjoin(schema.blobs, b.digest == t.trace_digest)
-                    .where(t.run_id == run_id)):
+                    .where(t.run_id == run_id, *some_t)):
                 trace = None if y.content is None else Trace.model_validate_json(y.content)
                 results[(y.case_id, y.n)] = TrialResult(
                     n=y.n, outcome=y.outcome, reason=y.reason, duration_s=y.duration_s,
@@ -533,7 +539,8 @@ class Store:
 
 
 def _opinions(connection: Connection, run_id: str, *, case_id: str | None = None,
-              n: int | None = None) -> dict[tuple[str, int], dict[int, list[Any]]]:
+              n: int | None = None, cases: Collection[str] | None = None
+              ) -> dict[tuple[str, int], dict[int, list[Any]]]:
     """A run's opinions, rebuilt, by (case id, n) and assertion position, answers in order.
 
     ``case_id`` and ``n`` keep one trial's (the workbench's trial page reads
@@ -550,7 +557,8 @@ def _opinions(connection: Connection, run_id: str, *, case_id: str | None = None
         .outerjoin(schema.blobs, b.digest == o.content_digest)
         .where(o.run_id == run_id,
                *(() if case_id is None else (o.case_id == case_id,)),
-               *(() if n is None else (o.n == n,)))
+               *(() if n is None else (o.n == n,)),
+               *(() if cases is None else (o.case_id.in_(sorted(cases)),)))
         .order_by(o.case_id, o.n, o.position, o.item)).all()
     if not rows:
         return {}

@@ -168,6 +168,25 @@ review_items = sa.Table(
     sa.Index("ix_review_items_open", "verdict", "id"),
 )
 
+# A queued run's chunks (docs/decisions/0048-queue.md): the trials one job runs, as
+# JSON ``[[case_id, [n, …] | null], …]`` (null: every trial of an adaptive case). The
+# submitter writes them with the run's registration and the jobs; a worker marks its
+# chunk ``done`` (the last one in defers the seal); the lease sweeper marks a stalled
+# chunk ``split`` and writes one single-trial chunk per trial it had not recorded, with
+# ``stalls`` one more. ``facets``: what the target said of itself in the worker that
+# ran the chunk (a model a reply named), for the report's target.
+run_chunks = sa.Table(
+    "run_chunks", metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("chunk", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("items", sa.Text, nullable=False),
+    sa.Column("state", sa.String(8), nullable=False),
+    sa.Column("stalls", sa.Integer, nullable=False),
+    sa.Column("job_id", sa.BigInteger),
+    sa.Column("facets", sa.Text),
+    sa.Index("ix_run_chunks_state", "run_id", "state"),
+)
+
 blobs = sa.Table(
     "blobs", metadata,
     sa.Column("digest", sa.String(80), primary_key=True),

@@ -10,7 +10,7 @@ process (``store.writer``) calls them on the other side of a pipe.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
@@ -115,13 +115,15 @@ def write_trials(connection: Connection, run_id: str, records: Sequence[TrialRec
         insert_rows(connection, schema.opinions.insert(), opinion_table)
 
 
-def register_run(store: Store, row: dict[str, Any], content: bytes) -> Holder | None:
+def register_run(store: Store, row: dict[str, Any], content: bytes, *,
+                 also: Callable[[Connection], None] | None = None) -> Holder | None:
     """Insert the open run's row and its ``run-registered`` entry (canonical ``content``).
 
     A run with a window (``row["window_size"]``) whose battery exists already
     is refused by the database's unique index, however many processes race
     (docs/decisions/0026-windows.md): the transaction rolls back whole (no
     row, no entry) and the run that holds the window is returned instead.
+    ``also`` writes more in the same transaction (a queued run's chunks and jobs).
     """
     from .database import StoredTwice
 
@@ -129,6 +131,8 @@ def register_run(store: Store, row: dict[str, Any], content: bytes) -> Holder | 
         with store.writing(row["run_id"]) as connection:
             connection.execute(schema.runs.insert(), row)
             append_bodies(connection, [("run-registered", content)])
+            if also is not None:  # a queued run's chunks and jobs (queue.enqueue)
+                also(connection)
     except StoredTwice:
         if row.get("window_size") is None:
             raise

@@ -1,0 +1,209 @@
+"""``assay run --executor queue``: register a battery with its chunks and jobs, then follow it.
+
+The submitter starts the target once, as a local run does, to take the
+agent version the run is registered with (workers must run that agent:
+each checks). The run's row, its ``run-registered`` entry, its chunks and
+their jobs are written in one transaction (``enqueue``); then the target is
+closed and the command either returns (``--detach``) or follows the run in
+the store until a worker seals it, and reports it as a local run does. The
+submitter holds nothing the battery needs: it can die, and ``assay show RUN
+--follow`` (or ``assay run --resume RUN``) picks the run up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..engine.battery import RunStart
+    from ..engine.runs import RunResult, RunSettings, Watcher
+    from ..store.database import Store
+    from ..suites import LoadedSuite
+
+#: How often a follower reads the run's progress from the store.
+POLL_S = 0.25
+
+
+def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
+    """Refuse what the queue cannot do, with the reason; the store's URL."""
+    from .app import needs_postgres
+
+    if not store:
+        raise UsageError("--executor queue records every trial in the store the workers share: "
+                         "it cannot go with --no-store")
+    if settings.agent_cache:
+        raise UsageError("--executor queue: --agent-cache keeps model calls in a folder of "
+                         "this machine, which workers on other machines do not share")
+    return needs_postgres(db, "--executor queue")
+
+
+def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
+           url: str) -> RunResult:
+    """Register and enqueue one battery; follow it to its seal unless ``settings.detach``."""
+    from ..engine.runs import RunResult
+    from ..engine.windows import WindowTaken
+    from ..errors import HarnessFailure
+    from ..store.database import open_store
+    from .app import ensure_schema
+
+    result = RunResult(suite_id=item.suite.id, target_uri=uri)
+    store = open_store(url)
+    try:
+        ensure_schema(store)
+        try:
+            run_id, planned = asyncio.run(_enqueue(store, item, uri, settings, watcher, url))
+        except HarnessFailure as failure:
+            result.harness_failure = str(failure)
+            return result
+        except WindowTaken as taken:
+            result.existing = taken.holder
+            return result
+        result.run_id = run_id
+        if settings.detach:
+            result.detached = True
+            return result
+        return follow_to_seal(store, run_id, item.suite.id, planned, watcher, result)
+    finally:
+        store.close()
+
+
+def follow_to_seal(store: Store, run_id: str, label: str, planned: int | None,
+                   watcher: Watcher, result: RunResult) -> RunResult:
+    """Follow ``run_id`` until sealed and put its report in ``result``; Ctrl-C stops following."""
+    try:
+        follow(store, run_id, label, planned, watcher)
+    except KeyboardInterrupt:
+        watcher.notice(f"stopped following run {run_id}; its battery goes on in the workers "
+                       f"(assay show {run_id} --follow)")
+        result.run_id = run_id
+        result.detached = True
+        return result
+    report, body = sealed_report(store, run_id)
+    result.report = report
+    result.report_body = body
+    result.run_id = run_id
+    return result
+
+
+def follow(store: Store, run_id: str, label: str, planned: int | None,
+           watcher: Watcher) -> None:
+    """Show the run's progress from the store until it is sealed."""
+    from ..store.progress import run_progress
+
+    seen: dict[str, int] = {}
+    with watcher.battery(label, planned) as on_trial:
+        while True:
+            progress = run_progress(store, run_id)
+            if progress is None:
+                raise UsageError(f"no run {run_id} in the store")
+            for outcome, number in progress.counts.items():
+                for _ in range(number - seen.get(outcome, 0)):
+                    on_trial(outcome)
+                seen[outcome] = max(number, seen.get(outcome, 0))
+            if progress.status != "open":
+                return
+            time.sleep(POLL_S)
+
+
+def sealed_report(store: Store, run_id: str) -> tuple[Any, bytes | None]:
+    """A sealed run's full report and the bytes its seal covers."""
+    report = store.load_report(run_id)
+    _, body, _ = store.report_document(run_id)
+    return report, None if body is None else body.encode("utf-8")
+
+
+async def _enqueue(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,
+                   watcher: Watcher, url: str) -> tuple[str, int | None]:
+    from ..engine.battery import Battery, BatteryOptions
+    from ..engine.record import RunRecorder
+    from ..engine.windows import WindowTaken
+    from ..targets import TargetOptions, make_target
+    from .app import make_app
+    from .chunks import DEFAULT_CHUNK, cut
+    from .enqueue import enqueue_run
+
+    target = make_target(uri, TargetOptions(base_dir=item.path.parent,
+                                            concurrency=settings.concurrency,
+                                            base_url=settings.base_url, call=item.suite.call))
+    options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
+                             timeout_s=settings.timeout_s, seed=settings.seed,
+                             adaptive=settings.adaptive, max_trials=settings.max_trials)
+    battery = Battery(item, target, options)
+    slots = battery.plan()
+    adaptive = battery.adaptive
+    whole = {slot.request.case.id: battery._expected[slot.case_index] for slot in slots
+             if adaptive is not None and adaptive[slot.case_index]}
+    fixed = [(slot.request.case.id, slot.request.n) for slot in slots
+             if slot.request.case.id not in whole]
+    chunks = cut(fixed, whole, settings.chunk or DEFAULT_CHUNK)
+    hidden = frozenset(case.id for case in item.suite.cases if case.split == "hidden")
+    planned = None if adaptive is not None else len(slots)
+    recorder = RunRecorder(_NoSink())
+    recorder.prepare(item)
+    app = make_app(url)
+
+    def on_start(start: RunStart) -> None:
+        chosen = _options(settings, planned, item, target, len(chunks))
+        row, content = recorder.registration_row(
+            start, item, settings.trials or item.suite.trials, chosen, settings.window,
+            max_trials=settings.max_trials if settings.adaptive else None)
+        holder = enqueue_run(store, app, row, content, chunks, hidden)
+        if holder is not None:
+            raise WindowTaken(holder)
+        watcher.registered(start.run_id)
+
+    battery.on_start = on_start
+    await target.start()
+    try:
+        start = battery.begin()
+    finally:
+        await target.close()
+    watcher.notice(f"run {start.run_id}: {len(slots)} trial(s) queued in {len(chunks)} "
+                   "chunk(s) for `assay worker`")
+    return start.run_id, planned
+
+
+def _options(settings: RunSettings, planned: int | None, item: LoadedSuite, target: Any,
+             chunks: int) -> dict[str, Any]:
+    """The run's options: a local run's, and what the workers need to run it the same way."""
+    chosen: dict[str, Any] = {"trials": settings.trials, "timeout_s": settings.timeout_s}
+    if planned is not None:
+        chosen["planned"] = planned
+    if settings.adaptive:
+        chosen["adaptive"] = {"max_trials": settings.max_trials}
+    judges = settings.judges
+    chosen["queue"] = {
+        "paths": [str(item.path.resolve())],
+        "hidden_dir": str(settings.hidden_dir.resolve()) if settings.hidden_dir else None,
+        "cwd": str(Path.cwd()),
+        "base_url": settings.base_url,
+        "judge": judges.judge if judges else None,
+        "judge_base_url": judges.base_url if judges else None,
+        "judge_cache": judges.cache if judges else True,
+        "review": settings.review,
+        "chunks": chunks,
+        "evidence": {k: getattr(v, "value", v) for k, v in dict(target.evidence).items()},
+    }
+    return chosen
+
+
+class _NoSink:
+    """The recorder of a submitter only builds the registration; the queue writes it."""
+
+    def register(self, row: dict[str, Any], content: bytes) -> Any:
+        raise NotImplementedError
+
+    def write(self, run_id: str, records: list[Any]) -> None:
+        raise NotImplementedError
+
+    def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
+             queue: Any = ()) -> tuple[int, str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Nothing was written."""

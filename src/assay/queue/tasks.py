@@ -1,0 +1,47 @@
+"""assay's jobs as procrastinate tasks: plain functions that hand over to the worker's ``Work``.
+
+A task reads the worker's state from the job's context (``additional_context``),
+so that the app can be made anywhere (a submitter only enqueues) and the
+functions stay free of globals.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .app import CHUNK_TASK, QUEUE, SEAL_TASK
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from .work import Work
+
+#: A job whose function raised is tried again, this many times in all, a second apart:
+#: a database that blinked, a target that would not start once. A chunk that stopped
+#: its worker is the lease sweeper's (``leases``), not this.
+ATTEMPTS = 4
+
+
+def register(app: procrastinate.App) -> None:
+    """Register the chunk and seal tasks on ``app``."""
+    import procrastinate
+
+    retry = procrastinate.RetryStrategy(max_attempts=ATTEMPTS, wait=1)
+    app.task(name=CHUNK_TASK, queue=QUEUE, pass_context=True, retry=retry)(run_chunk)
+    app.task(name=SEAL_TASK, queue=QUEUE, pass_context=True, retry=retry)(seal_run)
+
+
+def _work(context: Any) -> Work:
+    work: Work = context.additional_context["assay"]
+    return work
+
+
+async def run_chunk(context: Any, run_id: str, chunk: int) -> None:
+    """``assay.chunk``: run one chunk of a queued run (``Work.chunk``)."""
+    job = context.job
+    await _work(context).chunk(job.id, job.worker_id, run_id, chunk)
+
+
+async def seal_run(context: Any, run_id: str) -> None:
+    """``assay.seal``: fold and seal a queued run whose chunks are done (``Work.seal``)."""
+    await _work(context).seal(run_id)

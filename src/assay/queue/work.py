@@ -1,0 +1,293 @@
+"""What a worker does with a job: run a chunk of a queued battery, or seal the run.
+
+A worker keeps, per run it has taken chunks of, the suite loaded from the
+files the run was started from (checked against the digests it registered,
+as a resume checks them), the target started once and checked against the
+agent version the run registered, and its judges. A chunk is then a resume
+restricted to its trials: the battery runs what the store does not hold yet,
+records it through the fenced sink, and marks the chunk done; the last chunk
+of a run enqueues its seal. Verdicts are the local executor's: the same
+battery grades and folds them (docs/decisions/0048-queue.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AssayError, UsageError
+
+if TYPE_CHECKING:
+    import procrastinate
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ..engine.battery import BatteryOptions
+    from ..engine.runs import RunSettings
+    from ..judging.panel import Panel
+    from ..store.database import OpenRun, Store
+    from ..suites import LoadedSuite
+    from ..targets import Target
+    from .chunks import Chunk
+
+
+class Refused(AssayError):
+    """This worker cannot run the run's trials (another agent, another suite); says why."""
+
+
+@dataclass
+class _Run:
+    """What a worker keeps of one run while it runs chunks of it."""
+
+    stored: OpenRun
+    loaded: LoadedSuite
+    settings: RunSettings
+    options: BatteryOptions
+    target: Target
+    panel: Panel | None
+    busy: int = 0
+    used: float = field(default_factory=time.monotonic)
+
+
+def queue_options(stored: OpenRun) -> dict[str, Any]:
+    """The ``queue`` part of a run's options (what the submitter recorded for the workers)."""
+    found = stored.options.get("queue")
+    if not isinstance(found, dict):
+        raise Refused(f"run {stored.run_id} was not started on the queue")
+    return found
+
+
+def load_registered(stored: OpenRun, workers: int) -> tuple[LoadedSuite, RunSettings]:
+    """The run's suite loaded from its files, checked against what it registered; its settings.
+
+    ``Refused`` names what differs (the suite, its hidden set), never a case.
+    """
+    from ..engine.runs import RunSettings
+    from ..grading.adaptive import DEFAULT_MAX_TRIALS
+    from ..judging.panel import JudgeOptions
+    from ..suites import discover
+
+    queued = queue_options(stored)
+    hidden_dir = queued.get("hidden_dir")
+    cwd = queued.get("cwd")
+    if isinstance(cwd, str) and cwd not in sys.path:
+        sys.path.insert(0, cwd)  # python: targets name modules from where the run started
+    paths = [Path(p) for p in queued.get("paths") or []]
+    try:
+        found = [item for item in discover(paths, Path(hidden_dir) if hidden_dir else None)
+                 if item.suite.id == stored.suite_id]
+    except AssayError as error:
+        # Its type only: a suite file's error may quote a hidden case.
+        raise Refused(f"run {stored.run_id}: its suite cannot be loaded here from "
+                      f"{', '.join(str(p) for p in paths)} ({type(error).__name__})") from None
+    if not found:
+        raise Refused(f"run {stored.run_id}: no suite {stored.suite_id} under "
+                      f"{', '.join(str(p) for p in paths)} on this machine")
+    loaded = found[0]
+    if loaded.digest != stored.suite_digest or loaded.hidden_digest != stored.hidden_set:
+        which = "suite" if loaded.digest != stored.suite_digest else "hidden set"
+        raise Refused(f"run {stored.run_id}: the {which} of {stored.suite_id} here is not the "
+                      "one the run registered")
+    adaptive = stored.options.get("adaptive")
+    judges = JudgeOptions(judge=queued.get("judge"), base_url=queued.get("judge_base_url"),
+                          concurrency=workers, cache=queued.get("judge_cache", True) is True)
+    settings = RunSettings(
+        trials=stored.options.get("trials"), concurrency=workers,
+        timeout_s=stored.options.get("timeout_s"), seed=stored.seed,
+        base_url=queued.get("base_url"), judges=judges, review=queued.get("review", "both"),
+        adaptive=adaptive is not None,
+        max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
+    return loaded, settings
+
+
+def battery_options(settings: RunSettings) -> BatteryOptions:
+    """How a worker's batteries of this run go (the run's registered choices)."""
+    from ..engine.battery import BatteryOptions
+
+    return BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
+                          timeout_s=settings.timeout_s, seed=settings.seed,
+                          adaptive=settings.adaptive, max_trials=settings.max_trials)
+
+
+def make_panel(loaded: LoadedSuite, settings: RunSettings) -> Panel | None:
+    """The run's judges, when its suite asks opinions."""
+    from ..engine.runs import _judge_options
+    from ..judging.panel import Panel, asks_opinions
+
+    if not any(asks_opinions(case) for case in loaded.suite.cases):
+        return None
+    return Panel(loaded.suite, _judge_options(settings))
+
+
+class Work:
+    """A worker process's state: the store, its runs, and the bound on trials in flight."""
+
+    def __init__(self, store: Store, deferrer: procrastinate.App, key: Ed25519PrivateKey | None,
+                 concurrency: int, *, idle_s: float = 300.0) -> None:
+        self.store = store
+        #: An app never opened: it enqueues on the connection of our own transactions.
+        self.deferrer = deferrer
+        self.key = key
+        self.concurrency = concurrency
+        self.idle_s = idle_s
+        #: Trials in flight in this process, across all its chunks.
+        self.gate = asyncio.Semaphore(concurrency)
+        #: The one thread that writes trial batches (the ledger serialises them anyway).
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-record")
+        self._runs: dict[str, _Run] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._suspect = asyncio.Lock()
+        #: What this worker ran, for its log: chunks, trials.
+        self.chunks = 0
+        self.trials = 0
+
+    async def chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int) -> None:
+        """Run one chunk of a run; mark it done (the last one enqueues the seal)."""
+        from .chunks import decode
+        from .leases import ISOLATE_AT
+
+        found = await asyncio.to_thread(_chunk_items, self.store, run_id, number)
+        if found is None:
+            return  # done or split already: this job is a leftover
+        items, stalls = found
+        if stalls >= ISOLATE_AT:
+            # A trial that has stopped workers before runs alone among such trials here:
+            # if it stops this one too, it is the only suspect that did (leases).
+            async with self._suspect:
+                await self._chunk(job_id, worker_id, run_id, number, decode(items))
+        else:
+            await self._chunk(job_id, worker_id, run_id, number, decode(items))
+
+    async def _chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int,
+                     chunk: Chunk) -> None:
+        from ..engine.battery import Battery, Resume
+        from ..engine.record import RunRecorder
+        from .fence import FencedSink, complete_chunk
+
+        run = await self._run(run_id)
+        run.busy += 1
+        try:
+            done = await asyncio.to_thread(self.store.load_trials, run_id, list(chunk.only))
+            battery = Battery(run.loaded, run.target, run.options, panel=run.panel,
+                              resume=Resume(run_id=run_id, seed=run.stored.seed or 0,
+                                            started_at=run.stored.started_at, done=done),
+                              only=chunk.only, gate=self.gate)
+            battery.target_digest = run.stored.target_digest
+            recorder = RunRecorder(FencedSink(self.store, self.pool, job_id, worker_id))
+            recorder.reopen(run_id)
+            counted = 0
+
+            def on_trial(outcome: str) -> None:
+                nonlocal counted
+                counted += 1
+
+            battery.on_result = recorder.record
+            battery.on_trial = on_trial
+            try:
+                await battery.run_trials()
+            except asyncio.CancelledError:
+                battery.interrupt()  # the worker stops: the chunk is retried elsewhere
+                raise
+            finally:
+                # What finished is recorded even when the chunk did not (a resume runs less).
+                await asyncio.to_thread(recorder.close)
+            await asyncio.to_thread(complete_chunk, self.store, self.deferrer, job_id,
+                                    worker_id, run_id, number, dict(run.target.facets))
+            self.chunks += 1
+            self.trials += counted
+        finally:
+            run.busy -= 1
+            run.used = time.monotonic()
+
+    async def seal(self, run_id: str) -> str | None:
+        """Seal a run whose chunks are all done; its run id, or None if it was not due."""
+        from .sealing import seal_queued
+
+        sealed = await asyncio.to_thread(seal_queued, self.store, self.key, run_id,
+                                         self.concurrency)
+        run = self._runs.get(run_id)
+        if sealed is not None and run is not None and not run.busy:
+            await self._close_run(run_id)
+        return sealed
+
+    async def tidy(self) -> None:
+        """Close the targets of runs this worker has not used for ``idle_s``."""
+        now = time.monotonic()
+        for run_id, run in list(self._runs.items()):
+            if not run.busy and now - run.used > self.idle_s:
+                await self._close_run(run_id)
+
+    async def close(self) -> None:
+        """Close every target and judge; wait for the writer thread."""
+        for run_id in list(self._runs):
+            await self._close_run(run_id)
+        self.pool.shutdown(wait=True)
+
+    async def _run(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is not None:
+            return run
+        lock = self._opening.setdefault(run_id, asyncio.Lock())
+        async with lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = await self._open(run_id)
+            return run
+
+    async def _open(self, run_id: str) -> _Run:
+        """Load the run's suite, start its target and check the agent is the one registered."""
+        from ..targets import TargetOptions, make_target
+        from ..targets.identity import changes, identity_digest
+
+        stored = await asyncio.to_thread(self.store.open_run, run_id)
+        loaded, settings = await asyncio.to_thread(load_registered, stored, self.concurrency)
+        target = make_target(stored.target_uri, TargetOptions(
+            base_dir=loaded.path.parent, concurrency=self.concurrency,
+            base_url=settings.base_url, call=loaded.suite.call))
+        await target.start()
+        identity = target.identity()
+        if identity_digest(identity) != stored.target_digest:
+            await target.close()
+            registered = stored.options.get("target_identity") or {}
+            what = "; ".join(changes(registered, identity)) if registered else "its version"
+            raise Refused(f"run {run_id}: the agent {stored.target_uri} on this worker is not "
+                          f"the one the run registered ({what})")
+        return _Run(stored, loaded, settings, battery_options(settings), target,
+                    make_panel(loaded, settings))
+
+    async def _close_run(self, run_id: str) -> None:
+        run = self._runs.pop(run_id, None)
+        self._opening.pop(run_id, None)
+        if run is None:
+            return
+        try:
+            await run.target.close()
+        finally:
+            if run.panel is not None:
+                await run.panel.close()
+
+
+def _chunk_items(store: Store, run_id: str, number: int) -> tuple[str, int] | None:
+    """A chunk's items and stalls while it is still to run (None once done or split)."""
+    import sqlalchemy as sa
+
+    from ..store import schema
+
+    c = schema.run_chunks.c
+    with store.engine.connect() as connection:
+        row = connection.execute(sa.select(c["items"], c.state, c.stalls).where(
+            c.run_id == run_id, c.chunk == number)).first()
+    if row is None or row.state != "todo":
+        return None
+    return str(row.items), int(row.stalls)
+
+
+def refused_reason(error: BaseException) -> str:
+    """What a worker logs of a job that failed: our own errors in full, others by type."""
+    if isinstance(error, (AssayError, UsageError)):
+        return str(error)
+    return type(error).__name__

@@ -1,0 +1,138 @@
+"""Queued batteries when things die: a worker killed mid-chunk, a trial that kills every
+worker that runs it, the submitter killed. Real `assay worker` subprocesses, lease 2 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from assay.store import schema
+from assay.store.database import open_store
+
+from .conftest import Project, wait_for
+from .gate import AGENT, Gate
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    made = Gate()
+    yield made
+    made.open()
+    made.close()
+
+
+def write(project: Project, inputs: list[str], trials: int = 1) -> None:
+    project.write("evals/g_agent.py", AGENT)
+    lines = ["suite: q/faults@1", "target: python:g_agent:agent", f"trials: {trials}",
+             "timeout_s: 120", "cases:"]
+    lines += [f"  - {{id: {name}, input: {name}, expect: [{{path: $.echo, equals: {name}}}]}}"
+              for name in inputs]
+    project.write("evals/g.suite.yaml", "\n".join(lines) + "\n")
+
+
+def recorded(url: str, run_id: str) -> tuple[Counter[tuple[str, int]], dict[tuple[str, int], tuple[str, str | None]], str]:
+    """Each (case, trial) stored, how often; their outcome and reason; the run's status."""
+    store = open_store(url)
+    t, r = schema.trials.c, schema.runs.c
+    with store.engine.connect() as connection:
+        rows = connection.execute(sa.select(t.case_id, t.n, t.outcome, t.reason)
+                                  .where(t.run_id == run_id)).all()
+        status = connection.scalar(sa.select(r.status).where(r.run_id == run_id))
+    store.close()
+    return (Counter((row.case_id, row.n) for row in rows),
+            {(row.case_id, row.n): (row.outcome, row.reason) for row in rows}, str(status))
+
+
+def verified(project: Project) -> None:
+    done = project.assay("ledger", "verify", "--db", project.url)
+    assert done.code == 0, done.out + done.err
+
+
+@pytest.mark.real
+def test_a_worker_killed_mid_chunk_loses_nothing_and_records_nothing_twice(
+        project: Project, gate: Gate) -> None:
+    names = [f"c{i}" for i in range(8)]
+    write(project, names)
+    env = {"AGENT_GATE": str(gate.port)}
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", "--chunk", "3", env=env)
+    assert queued.code == 0, queued.err
+    run_id = queued.out.split()[0]
+    doomed = project.worker(concurrency=4, env=env)
+    gate.waiting(4)  # four trials in flight inside it, none recorded
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(timeout=30)
+    gate.open()
+    project.worker(concurrency=4, env=env)
+    project.worker(concurrency=4, env=env)
+    followed = project.assay("show", run_id, "--db", project.url, "--follow", "--json",
+                             env=env)
+    assert followed.code == 0, followed.err
+    report = json.loads(followed.out)
+    assert [c["outcome"] for c in report["cases"]] == ["pass"] * 8
+    counts, outcomes, status = recorded(project.url, run_id)
+    assert status == "sealed"
+    assert counts == Counter({(name, 1): 1 for name in names})
+    verified(project)
+    # The killed worker's trials ran again elsewhere: the agent saw them twice.
+    assert len(gate.calls) >= 8 + 4
+
+
+@pytest.mark.real
+def test_a_trial_that_kills_every_worker_ends_broken_and_the_rest_pass(
+        project: Project, gate: Gate) -> None:
+    names = ["a", "b", "poison", "c", "d"]
+    write(project, names)
+    env = {"AGENT_GATE": str(gate.port)}
+    gate.open()
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", "--chunk", "5", env=env)
+    assert queued.code == 0, queued.err
+    run_id = queued.out.split()[0]
+
+    def sealed() -> bool:
+        # Keep two workers alive: the poison takes one down each time it runs.
+        for process in list(project.workers):
+            if process.poll() is not None:
+                project.workers.remove(process)
+        while len(project.workers) < 2:
+            project.worker(concurrency=2, env=env)
+        return recorded(project.url, run_id)[2] == "sealed"
+
+    wait_for(sealed, timeout=120, what="the run to be sealed")
+    counts, outcomes, _ = recorded(project.url, run_id)
+    assert counts == Counter({(name, 1): 1 for name in names})
+    outcome, reason = outcomes[("poison", 1)]
+    assert outcome == "broken" and reason is not None and "stopped 3 times" in reason
+    assert all(outcomes[(name, 1)][0] == "pass" for name in names if name != "poison")
+    assert gate.calls.count("poison") == 3  # run until it had stopped three workers, no more
+    verified(project)
+
+
+@pytest.mark.real
+def test_the_submitter_can_die_and_the_battery_goes_on(project: Project, gate: Gate) -> None:
+    names = [f"c{i}" for i in range(4)]
+    write(project, names)
+    env = {"AGENT_GATE": str(gate.port)}
+    project.worker(concurrency=4, env=env)
+    submitter = project.start("run", "evals", "--db", project.url, "--executor", "queue",
+                              env=env)
+    gate.waiting(4)  # the battery is in the worker; the submitter is following it
+    os.killpg(submitter.pid, signal.SIGKILL)
+    submitter.wait(timeout=30)
+    gate.open()
+    store = open_store(project.url)
+    with store.engine.connect() as connection:
+        run_id = connection.scalar(sa.select(schema.runs.c.run_id))
+    store.close()
+    resumed = project.assay("run", "--resume", str(run_id), "--db", project.url, env=env)
+    assert resumed.code == 0, resumed.err
+    assert str(run_id) in resumed.out
+    counts, _, status = recorded(project.url, str(run_id))
+    assert status == "sealed" and counts == Counter({(name, 1): 1 for name in names})

@@ -36,7 +36,11 @@ def write(project: Project, inputs: list[str], trials: int = 1) -> None:
     project.write("evals/g.suite.yaml", "\n".join(lines) + "\n")
 
 
-def recorded(url: str, run_id: str) -> tuple[Counter[tuple[str, int]], dict[tuple[str, int], tuple[str, str | None]], str]:
+Trial = tuple[str, int]
+
+
+def recorded(url: str, run_id: str
+             ) -> tuple[Counter[Trial], dict[Trial, tuple[str, str | None]], str]:
     """Each (case, trial) stored, how often; their outcome and reason; the run's status."""
     store = open_store(url)
     t, r = schema.trials.c, schema.runs.c
@@ -136,3 +140,46 @@ def test_the_submitter_can_die_and_the_battery_goes_on(project: Project, gate: G
     assert str(run_id) in resumed.out
     counts, _, status = recorded(project.url, str(run_id))
     assert status == "sealed" and counts == Counter({(name, 1): 1 for name in names})
+
+
+def ledger_verdicts(url: str, run_id: str) -> int:
+    """The run's trial-verdict entries in the ledger."""
+    store = open_store(url)
+    found = 0
+    for entry in store.ledger.entries():
+        if entry.kind == "trial-verdict":
+            content = store.ledger.content(entry.content_digest)
+            assert content is not None
+            found += json.loads(content)["run_id"] == run_id
+    store.close()
+    return found
+
+
+@pytest.mark.real
+def test_a_worker_that_wakes_after_its_lease_records_nothing(
+        project: Project, gate: Gate) -> None:
+    names = [f"c{i}" for i in range(4)]
+    write(project, names)
+    env = {"AGENT_GATE": str(gate.port)}
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", "--chunk", "4", env=env)
+    run_id = queued.out.split()[0]
+    sleeper = project.worker(concurrency=4, env=env)
+    gate.waiting(4)
+    os.killpg(sleeper.pid, signal.SIGSTOP)  # past its lease, with its four trials in hand
+    try:
+        project.worker(concurrency=4, env=env)
+        gate.open()
+        wait_for(lambda: recorded(project.url, run_id)[2] == "sealed", timeout=120,
+                 what="the other worker to seal the run")
+    finally:
+        os.killpg(sleeper.pid, signal.SIGCONT)
+    # Awake, it finishes its four trials and tries to record them: refused whole.
+    log = project.root / "p0.err"  # the sleeper's
+    wait_for(lambda: "no longer this worker's" in log.read_text(), timeout=60,
+             what="the woken worker to try to record")
+    counts, outcomes, _ = recorded(project.url, run_id)
+    assert counts == Counter({(name, 1): 1 for name in names})
+    assert all(outcome == "pass" for outcome, _ in outcomes.values())
+    assert ledger_verdicts(project.url, run_id) == 4
+    verified(project)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,8 +128,11 @@ class Work:
     """A worker process's state: the store, its runs, and the bound on trials in flight."""
 
     def __init__(self, store: Store, deferrer: procrastinate.App, key: Ed25519PrivateKey | None,
-                 concurrency: int, *, idle_s: float = 300.0) -> None:
+                 concurrency: int, *, idle_s: float = 300.0,
+                 say: Callable[[str], None] = lambda line: None) -> None:
         self.store = store
+        #: Where the worker's lines go (its stderr): ids, counts and reasons, never a case.
+        self.say = say
         #: An app never opened: it enqueues on the connection of our own transactions.
         self.deferrer = deferrer
         self.key = key
@@ -148,19 +152,27 @@ class Work:
     async def chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int) -> None:
         """Run one chunk of a run; mark it done (the last one enqueues the seal)."""
         from .chunks import decode
+        from .fence import Fenced
         from .leases import ISOLATE_AT
 
         found = await asyncio.to_thread(_chunk_items, self.store, run_id, number)
         if found is None:
             return  # done or split already: this job is a leftover
         items, stalls = found
-        if stalls >= ISOLATE_AT:
-            # A trial that has stopped workers before runs alone among such trials here:
-            # if it stops this one too, it is the only suspect that did (leases).
-            async with self._suspect:
+        try:
+            if stalls >= ISOLATE_AT:
+                # A trial that has stopped workers before runs alone among such trials
+                # here: if it stops this one too, it is the only suspect that did (leases).
+                async with self._suspect:
+                    await self._chunk(job_id, worker_id, run_id, number, decode(items))
+            else:
                 await self._chunk(job_id, worker_id, run_id, number, decode(items))
-        else:
-            await self._chunk(job_id, worker_id, run_id, number, decode(items))
+        except Fenced as fenced:
+            # Taken back while this worker was away: another ran it; nothing to retry.
+            self.say(f"assay worker: chunk {number} of run {run_id}: {fenced}")
+        except Refused as refused:
+            self.say(f"assay worker: chunk {number} of run {run_id}: {refused}")
+            raise
 
     async def _chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int,
                      chunk: Chunk) -> None:

@@ -63,12 +63,21 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     from .work import Work
 
     logging.getLogger("procrastinate").setLevel(logging.WARNING)
+
+    def unretrieved(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        # procrastinate's own bookkeeping of a job taken back meanwhile fails this way
+        # (its job is not ``doing`` any more): one line, not a traceback.
+        error = context.get("exception")
+        said = type(error).__name__ if error is not None else "no exception"
+        say(f"assay worker: {context.get('message', 'a task failed')} ({said})")
+
+    asyncio.get_running_loop().set_exception_handler(unretrieved)
     key = signing_key(options.url)
     store = await asyncio.to_thread(open_store, options.url)
     try:
         await asyncio.to_thread(ensure_schema, store)
         app, deferrer = make_app(options.url), make_app(options.url)
-        work = Work(store, deferrer, key, options.concurrency)
+        work = Work(store, deferrer, key, options.concurrency, say=say)
         name = options.name or f"{socket.gethostname()}:{os.getpid()}"
         jobs = jobs_for(options.concurrency, options.jobs)
         say(f"assay worker {name}: waiting for work on the queue ({options.concurrency} trials "

@@ -67,6 +67,7 @@ class RunOptions:
     executor: str = "local"
     detach: bool = False
     chunk: int | None = None
+    target_limit: int | None = None
 
 
 @click.command()
@@ -160,6 +161,9 @@ class RunOptions:
               help="With --executor queue: trials per job (default 50). Larger chunks cost the "
                    "queue less per trial; smaller ones spread a short battery over more "
                    "workers.")
+@click.option("--target-limit", type=click.IntRange(min=1), metavar="N",
+              help="With --executor queue: at most N trials in flight against the target across "
+                   "all workers (a rate-limited model), held in the database.")
 @click.option("--announce-fd", type=click.IntRange(min=3), metavar="FD", hidden=True,
               help="Write one JSON line, {\"run_id\": …}, to file descriptor FD as soon as "
                    "each run is registered (how the workbench learns which run it started).")
@@ -211,6 +215,7 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
                        review=options.review, executor=options.executor,
                        detach=options.detach, chunk=options.chunk,
+                       target_limit=options.target_limit,
                        hidden_dir=options.hidden_dir)
 
 
@@ -277,7 +282,8 @@ def _check_executor(options: RunOptions) -> None:
     """``--detach`` and ``--chunk`` belong to the queue; refused on the local executor (exit 2)."""
     if options.executor == "queue" or options.resume:
         return
-    for flag, given in (("--detach", options.detach), ("--chunk", options.chunk is not None)):
+    for flag, given in (("--detach", options.detach), ("--chunk", options.chunk is not None),
+                        ("--target-limit", options.target_limit is not None)):
         if given:
             raise UsageError(f"{flag} goes with --executor queue (the local executor runs the "
                              "battery in this process)")

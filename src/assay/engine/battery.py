@@ -13,6 +13,7 @@ import random
 import secrets
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -136,15 +137,15 @@ class Battery:
         resume: Resume | None = None,
         panel: Panel | None = None,
         only: Mapping[str, Collection[int] | None] | None = None,
-        gate: asyncio.Semaphore | None = None,
+        gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
     ) -> None:
         self.loaded = loaded
         #: A part of the battery (a queue worker's chunk): the cases to run, each with
         #: the trial numbers to run (None: every trial it plans, as an adaptive case
         #: adds them). Cases not named are neither run nor folded into anything.
         self.only = only
-        #: Shared by several batteries in one process (a queue worker's chunks): a
-        #: trial waits for it before its agent is called, outside the trial's timeout.
+        #: Entered around each trial, outside its timeout: a queue worker's bound on
+        #: trials in flight across its chunks, and the target's permits (``queue``).
         self.gate = gate
         #: The judges of the suite's quality checks (None: the suite has none).
         self.panel = panel
@@ -384,7 +385,7 @@ class Battery:
                 if gate is None:
                     result = await self._trial(slot)
                 else:
-                    async with gate:
+                    async with gate():
                         result = await self._trial(slot)
                 if result is not None:  # None: handed to its judges, who finish it
                     self._finish(slot, result)

@@ -79,6 +79,9 @@ class RunSettings:
     detach: bool = False
     #: ``--chunk`` (queue): trials per job (default ``queue.chunks.DEFAULT_CHUNK``).
     chunk: int | None = None
+    #: ``--target-limit`` (queue): trials in flight against the target across every
+    #: worker, held in the database (``queue.permits``).
+    target_limit: int | None = None
     #: ``--hidden-dir``, as the suites were loaded with it: a queued run records it for
     #: its workers, which load the suite from the same files.
     hidden_dir: Path | None = None

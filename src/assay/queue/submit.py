@@ -187,6 +187,7 @@ def _options(settings: RunSettings, planned: int | None, item: LoadedSuite, targ
         "judge_cache": judges.cache if judges else True,
         "review": settings.review,
         "chunks": chunks,
+        "target_limit": settings.target_limit,
         "evidence": {k: getattr(v, "value", v) for k, v in dict(target.evidence).items()},
     }
     return chosen

@@ -13,10 +13,12 @@ battery grades and folds them (docs/decisions/0048-queue.md).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from ..suites import LoadedSuite
     from ..targets import Target
     from .chunks import Chunk
+    from .permits import Permits
 
 
 class Refused(AssayError):
@@ -129,7 +132,8 @@ class Work:
 
     def __init__(self, store: Store, deferrer: procrastinate.App, key: Ed25519PrivateKey | None,
                  concurrency: int, *, idle_s: float = 300.0,
-                 say: Callable[[str], None] = lambda line: None) -> None:
+                 say: Callable[[str], None] = lambda line: None,
+                 permits: Permits | None = None) -> None:
         self.store = store
         #: Where the worker's lines go (its stderr): ids, counts and reasons, never a case.
         self.say = say
@@ -142,6 +146,8 @@ class Work:
         self.gate = asyncio.Semaphore(concurrency)
         #: The one thread that writes trial batches (the ledger serialises them anyway).
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-record")
+        #: The targets' permits (``--target-limit``), on a connection of this worker's.
+        self.permits = permits
         self._runs: dict[str, _Run] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._suspect = asyncio.Lock()
@@ -187,7 +193,7 @@ class Work:
             battery = Battery(run.loaded, run.target, run.options, panel=run.panel,
                               resume=Resume(run_id=run_id, seed=run.stored.seed or 0,
                                             started_at=run.stored.started_at, done=done),
-                              only=chunk.only, gate=self.gate)
+                              only=chunk.only, gate=self._gate(run))
             battery.target_digest = run.stored.target_digest
             recorder = RunRecorder(FencedSink(self.store, self.pool, job_id, worker_id))
             recorder.reopen(run_id)
@@ -215,6 +221,20 @@ class Work:
             run.busy -= 1
             run.used = time.monotonic()
 
+    def _gate(self, run: _Run) -> Callable[[], AbstractAsyncContextManager[Any]]:
+        """What each trial of ``run`` holds: a slot of this worker, and a target permit."""
+        limit = queue_options(run.stored).get("target_limit")
+        if not isinstance(limit, int) or self.permits is None:
+            return lambda: self.gate
+        permits, uri = self.permits, run.stored.target_uri
+
+        @contextlib.asynccontextmanager
+        async def held() -> AsyncIterator[None]:
+            async with self.gate, permits.permit(uri, limit):
+                yield
+
+        return held
+
     async def seal(self, run_id: str) -> str | None:
         """Seal a run whose chunks are all done; its run id, or None if it was not due."""
         from .sealing import seal_queued
@@ -237,6 +257,8 @@ class Work:
         """Close every target and judge; wait for the writer thread."""
         for run_id in list(self._runs):
             await self._close_run(run_id)
+        if self.permits is not None:
+            await self.permits.close()
         self.pool.shutdown(wait=True)
 
     async def _run(self, run_id: str) -> _Run:
@@ -257,6 +279,10 @@ class Work:
 
         stored = await asyncio.to_thread(self.store.open_run, run_id)
         loaded, settings = await asyncio.to_thread(load_registered, stored, self.concurrency)
+        # What is slow to import is imported off the loop: a loop held for seconds sends
+        # no heartbeat, and the worker's chunks would be taken back from it.
+        await asyncio.to_thread(_warm, stored.target_uri)
+        panel = await asyncio.to_thread(make_panel, loaded, settings)
         target = make_target(stored.target_uri, TargetOptions(
             base_dir=loaded.path.parent, concurrency=self.concurrency,
             base_url=settings.base_url, call=loaded.suite.call))
@@ -268,8 +294,7 @@ class Work:
             what = "; ".join(changes(registered, identity)) if registered else "its version"
             raise Refused(f"run {run_id}: the agent {stored.target_uri} on this worker is not "
                           f"the one the run registered ({what})")
-        return _Run(stored, loaded, settings, battery_options(settings), target,
-                    make_panel(loaded, settings))
+        return _Run(stored, loaded, settings, battery_options(settings), target, panel)
 
     async def _close_run(self, run_id: str) -> None:
         run = self._runs.pop(run_id, None)
@@ -281,6 +306,18 @@ class Work:
         finally:
             if run.panel is not None:
                 await run.panel.close()
+
+
+def _warm(uri: str) -> None:
+    """Import the libraries a target of ``uri`` loads when it starts (in a thread)."""
+    import importlib
+
+    for prefix, module in (("openai:", "openai"), ("mcp+", "mcp")):
+        if uri.startswith(prefix):
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                return  # the target says so itself when it starts
 
 
 def _chunk_items(store: Store, run_id: str, number: int) -> tuple[str, int] | None:

@@ -77,7 +77,11 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     try:
         await asyncio.to_thread(ensure_schema, store)
         app, deferrer = make_app(options.url), make_app(options.url)
-        work = Work(store, deferrer, key, options.concurrency, say=say)
+        from .app import conninfo
+        from .permits import Permits
+
+        work = Work(store, deferrer, key, options.concurrency, say=say,
+                    permits=Permits(conninfo(options.url)))
         name = options.name or f"{socket.gethostname()}:{os.getpid()}"
         jobs = jobs_for(options.concurrency, options.jobs)
         say(f"assay worker {name}: waiting for work on the queue ({options.concurrency} trials "

@@ -31,6 +31,7 @@ from .commands.rejudge import rejudge
 from .commands.replay import replay
 from .commands.review import review
 from .commands.run import run
+from .commands.schedule import schedule
 from .commands.serve import serve
 from .commands.stored import runs, show
 from .commands.synth import synth
@@ -100,6 +101,7 @@ main.add_command(synth)
 main.add_command(proxy)
 main.add_command(serve)
 main.add_command(worker)
+main.add_command(schedule)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 #: Seconds without a heartbeat before a worker's chunks are taken back, in these tests.
-LEASE = "2"
+LEASE = "3"
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Project:
 
     def worker(self, *args: str, concurrency: int = 8,
                env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-        """An ``assay worker`` on this store (lease 2 s), stopped at the test's end."""
+        """An ``assay worker`` on this store (lease 3 s), stopped at the test's end."""
         process = self.start("worker", "--db", self.url, "--lease", LEASE,
                              "--concurrency", str(concurrency), *args, env=env)
         self.workers.append(process)

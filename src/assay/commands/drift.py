@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import click
 
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from ..analysis.drift import Drift
     from ..analysis.run_facts import RunFacts
 
-#: How long a webhook may take to answer (connect, and each read or write).
-NOTIFY_TIMEOUT_S = 10.0
 
 
 @click.command()
@@ -87,13 +84,9 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
 
 def _check_url(url: str) -> None:
     """Only an http(s) URL with a host is a webhook; refused before anything runs."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - a bad port raises here, not at the POST
-    except ValueError:
-        raise UsageError("--notify: not a URL (give http://… or https://…)") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError("--notify: give an http:// or https:// URL with a host")
+    from ..webhooks import check_url
+
+    check_url(url)
 
 
 def _newest_two(suite: str, target_uri: str | None, db: str | None) -> tuple[RunFacts, RunFacts]:
@@ -158,29 +151,13 @@ def _summary(result: Drift) -> str:
 def _notify(url: str, document: dict[str, Any]) -> None:
     """POST the JSON to ``url``; a failure is one warning line, never an exit code.
 
-    The warning names the scheme, host and port only: a webhook's path often
-    holds its secret (a chat service's incoming-hook token), and stderr
-    lands in CI logs.
+    The warning names the scheme, host and port only (``webhooks.where``):
+    stderr lands in CI logs.
     """
-    import json
-
-    import httpx
-
     from ..reports.safe import inert
+    from ..webhooks import post_json, where
 
-    parts = urlsplit(url)
-    where = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never a user:password
-    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
-    why: str | None = None
-    try:
-        reply = httpx.post(url, content=body, timeout=NOTIFY_TIMEOUT_S,
-                           headers={"Content-Type": "application/json"})
-        if not reply.is_success:
-            why = f"it answered HTTP {reply.status_code}"
-    except httpx.TimeoutException:
-        why = f"no answer within {NOTIFY_TIMEOUT_S:g} s"
-    except (httpx.HTTPError, httpx.InvalidURL, ValueError, OSError) as error:
-        why = f"cannot reach it ({type(error).__name__})"
+    why = post_json(url, document)
     if why is not None:
-        click.echo(inert(f"assay: warning: could not notify {where}/…: {why}", one_line=True),
-                   err=True)
+        click.echo(inert(f"assay: warning: could not notify {where(url)}/…: {why}",
+                         one_line=True), err=True)

@@ -21,9 +21,12 @@ from .common import DB_OPTION, fail
                    "(default 15).")
 @click.option("--jobs", type=click.IntRange(min=1), hidden=True,
               help="Chunks held at once (default: enough for --concurrency).")
+@click.option("--tick", default="* * * * *", hidden=True,
+              help="How often schedules are looked at: a cron line (a sixth field counts "
+                   "seconds).")
 def worker(db: str | None, concurrency: int, name: str | None, drain: bool,
-           lease_s: float | None, jobs: int | None) -> None:
-    """Run the trials of batteries enqueued with `assay run --executor queue`.
+           lease_s: float | None, jobs: int | None, tick: str) -> None:
+    """Run the trials of runs queued with `assay run --executor queue`.
 
     Claims chunks of trials from the job queue in the store's PostgreSQL
     (--db postgresql+psycopg://…), runs them against the run's agent (which
@@ -39,7 +42,8 @@ def worker(db: str | None, concurrency: int, name: str | None, drain: bool,
     try:
         url = needs_postgres(db, "assay worker")
         run_worker(WorkerOptions(url=url, concurrency=concurrency, jobs=jobs,
-                                 lease_s=lease_s or DEFAULT_LEASE_S, name=name, drain=drain),
+                                 lease_s=lease_s or DEFAULT_LEASE_S, name=name, drain=drain,
+                                 tick=tick),
                    lambda line: click.echo(line, err=True))
     except AssayError as error:
         fail(error)

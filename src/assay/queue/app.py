@@ -26,6 +26,12 @@ QUEUE_SCHEMA_KEY = 0x61737361792D7175
 #: The task that runs one chunk of a queued battery, and the one that seals it.
 CHUNK_TASK = "assay.chunk"
 SEAL_TASK = "assay.seal"
+#: The periodic tick that looks for schedules due, and the job that starts one window.
+TICK_TASK = "assay.tick"
+WINDOW_TASK = "assay.window"
+#: How often the tick runs (cron; procrastinate defers it once per period, whatever
+#: the number of workers).
+TICK_CRON = "* * * * *"
 #: The queue assay's jobs go to.
 QUEUE = "assay"
 
@@ -62,7 +68,7 @@ def import_procrastinate() -> Any:
     return procrastinate
 
 
-def make_app(url: str, *, tasks: bool = True) -> procrastinate.App:
+def make_app(url: str, *, tasks: bool = True, tick: str = TICK_CRON) -> procrastinate.App:
     """The procrastinate app on the store at ``url``, with assay's tasks registered.
 
     The connector opens a pool only when the app is opened (a worker); a
@@ -74,7 +80,7 @@ def make_app(url: str, *, tasks: bool = True) -> procrastinate.App:
     if tasks:
         from .tasks import register
 
-        register(app)
+        register(app, tick)
     return app
 
 

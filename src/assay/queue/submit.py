@@ -56,7 +56,8 @@ def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
     try:
         ensure_schema(store)
         try:
-            run_id, planned = asyncio.run(_enqueue(store, item, uri, settings, watcher, url))
+            run_id, planned = asyncio.run(enqueue_battery(store, item, uri, settings, watcher,
+                                                          url))
         except HarnessFailure as failure:
             result.harness_failure = str(failure)
             return result
@@ -117,8 +118,16 @@ def sealed_report(store: Store, run_id: str) -> tuple[Any, bytes | None]:
     return report, None if body is None else body.encode("utf-8")
 
 
-async def _enqueue(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,
-                   watcher: Watcher, url: str) -> tuple[str, int | None]:
+async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,
+                          watcher: Watcher, url: str, *, cwd: str | None = None,
+                          schedule: int | None = None) -> tuple[str, int | None]:
+    """Start the target, take its version, register the run with its chunks and jobs.
+
+    Its run id and planned trials. ``WindowTaken`` when ``settings.window`` has its
+    battery already (nothing registered, nothing enqueued). ``cwd``: where the
+    run's relative module names resolve (default: here); ``schedule``: the
+    schedule that started it (its seal then reads drift).
+    """
     from ..engine.battery import Battery, BatteryOptions
     from ..engine.record import RunRecorder
     from ..engine.windows import WindowTaken
@@ -149,6 +158,9 @@ async def _enqueue(store: Store, item: LoadedSuite, uri: str, settings: RunSetti
 
     def on_start(start: RunStart) -> None:
         chosen = _options(settings, planned, item, target, len(chunks))
+        chosen["queue"]["cwd"] = cwd or chosen["queue"]["cwd"]
+        if schedule is not None:
+            chosen["queue"]["schedule"] = schedule
         row, content = recorder.registration_row(
             start, item, settings.trials or item.suite.trials, chosen, settings.window,
             max_trials=settings.max_trials if settings.adaptive else None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .app import CHUNK_TASK, QUEUE, SEAL_TASK
+from .app import CHUNK_TASK, QUEUE, SEAL_TASK, TICK_TASK, WINDOW_TASK
 
 if TYPE_CHECKING:
     import procrastinate
@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 ATTEMPTS = 4
 
 
-def register(app: procrastinate.App) -> None:
-    """Register the chunk and seal tasks on ``app``."""
+def register(app: procrastinate.App, tick: str) -> None:
+    """Register the chunk, seal, window and tick tasks on ``app`` (the tick every ``tick``)."""
     import procrastinate
 
     retry = procrastinate.RetryStrategy(max_attempts=ATTEMPTS, wait=1)
     app.task(name=CHUNK_TASK, queue=QUEUE, pass_context=True, retry=retry)(run_chunk)
     app.task(name=SEAL_TASK, queue=QUEUE, pass_context=True, retry=retry)(seal_run)
+    app.task(name=WINDOW_TASK, queue=QUEUE, pass_context=True, retry=retry)(start_window)
+    app.periodic(cron=tick, periodic_id=TICK_TASK)(
+        app.task(name=TICK_TASK, queue=QUEUE, pass_context=True)(look_for_windows))
 
 
 def _work(context: Any) -> Work:
@@ -45,3 +48,13 @@ async def run_chunk(context: Any, run_id: str, chunk: int) -> None:
 async def seal_run(context: Any, run_id: str) -> None:
     """``assay.seal``: fold and seal a queued run whose chunks are done (``Work.seal``)."""
     await _work(context).seal(run_id)
+
+
+async def start_window(context: Any, schedule_id: int, start: str) -> None:
+    """``assay.window``: the battery of one schedule's window (``Work.window``)."""
+    await _work(context).window(schedule_id, start)
+
+
+async def look_for_windows(context: Any, timestamp: int) -> None:
+    """``assay.tick`` (periodic): enqueue a window job for each schedule due now."""
+    await _work(context).tick(timestamp)

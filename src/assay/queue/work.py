@@ -131,10 +131,12 @@ class Work:
     """A worker process's state: the store, its runs, and the bound on trials in flight."""
 
     def __init__(self, store: Store, deferrer: procrastinate.App, key: Ed25519PrivateKey | None,
-                 concurrency: int, *, idle_s: float = 300.0,
+                 concurrency: int, *, url: str = "", idle_s: float = 300.0,
                  say: Callable[[str], None] = lambda line: None,
                  permits: Permits | None = None) -> None:
         self.store = store
+        #: The store's URL (a scheduled battery's jobs are enqueued on it).
+        self.url = url
         #: Where the worker's lines go (its stderr): ids, counts and reasons, never a case.
         self.say = say
         #: An app never opened: it enqueues on the connection of our own transactions.
@@ -236,7 +238,10 @@ class Work:
         return held
 
     async def seal(self, run_id: str) -> str | None:
-        """Seal a run whose chunks are all done; its run id, or None if it was not due."""
+        """Seal a run whose chunks are all done; its run id, or None if it was not due.
+
+        A scheduled battery's schedule may then read drift and POST it.
+        """
         from .sealing import seal_queued
 
         sealed = await asyncio.to_thread(seal_queued, self.store, self.key, run_id,
@@ -244,7 +249,64 @@ class Work:
         run = self._runs.get(run_id)
         if sealed is not None and run is not None and not run.busy:
             await self._close_run(run_id)
+        if sealed is not None:
+            await asyncio.to_thread(self._after_seal, run_id)
         return sealed
+
+    def _after_seal(self, run_id: str) -> None:
+        """A scheduled battery's drift reading, said and POSTed as its schedule asks."""
+        from ..webhooks import post_json, where
+        from .schedules import one, read_drift
+
+        stored = self.store.open_run(run_id)
+        schedule_id = queue_options(stored).get("schedule")
+        schedule = one(self.store, schedule_id) if isinstance(schedule_id, int) else None
+        if schedule is None or not schedule.drift:
+            return
+        reading = read_drift(self.store, run_id)
+        if reading is None:
+            self.say(f"assay worker: schedule {schedule.id}: run {run_id} is the first battery "
+                     "of its agent version: no drift to read yet")
+            return
+        self.say(f"assay worker: schedule {schedule.id}: drift of run {run_id}: "
+                 f"{reading['status']}")
+        if schedule.notify:
+            why = post_json(schedule.notify, reading)
+            if why is not None:
+                self.say(f"assay worker: could not notify {where(schedule.notify)}/…: {why}")
+
+    async def tick(self, timestamp: int) -> None:
+        """Enqueue a window job for each schedule whose current window has no battery."""
+        from datetime import UTC, datetime
+
+        from .schedules import enqueue_due
+
+        await asyncio.to_thread(enqueue_due, self.store, self.deferrer,
+                                datetime.fromtimestamp(timestamp, UTC))
+
+    async def window(self, schedule_id: int, start: str) -> None:
+        """Register and enqueue the battery of one schedule's window, unless it has one."""
+        from ..engine.runs import QuietWatcher
+        from ..engine.windows import WindowTaken
+        from .schedules import load_suite, one, settings_of
+        from .submit import enqueue_battery
+
+        schedule = await asyncio.to_thread(one, self.store, schedule_id)
+        if schedule is None:
+            return  # removed since the tick
+        item = await asyncio.to_thread(load_suite, schedule)
+        settings = settings_of(schedule, start, self.concurrency)
+        await asyncio.to_thread(_warm, schedule.target_uri)
+        try:
+            run_id, planned = await enqueue_battery(
+                self.store, item, schedule.target_uri, settings, QuietWatcher(), self.url,
+                cwd=schedule.cwd, schedule=schedule.id)
+        except WindowTaken as taken:
+            self.say(f"assay worker: schedule {schedule.id}: window {start} has its battery "
+                     f"already ({taken.holder.run_id})")
+            return
+        self.say(f"assay worker: schedule {schedule.id}: run {run_id} is the battery of "
+                 f"window {settings.window.label}")
 
     async def tidy(self) -> None:
         """Close the targets of runs this worker has not used for ``idle_s``."""

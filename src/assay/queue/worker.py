@@ -36,6 +36,8 @@ class WorkerOptions:
     name: str | None = None
     #: Stop once the queue is empty (tests, a one-off drain) instead of waiting for work.
     drain: bool = False
+    #: How often schedules are looked at (cron, seconds as a sixth field).
+    tick: str = "* * * * *"
 
 
 def jobs_for(concurrency: int, jobs: int | None) -> int:
@@ -76,11 +78,11 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     store = await asyncio.to_thread(open_store, options.url)
     try:
         await asyncio.to_thread(ensure_schema, store)
-        app, deferrer = make_app(options.url), make_app(options.url)
+        app, deferrer = make_app(options.url, tick=options.tick), make_app(options.url)
         from .app import conninfo
         from .permits import Permits
 
-        work = Work(store, deferrer, key, options.concurrency, say=say,
+        work = Work(store, deferrer, key, options.concurrency, url=options.url, say=say,
                     permits=Permits(conninfo(options.url)))
         name = options.name or f"{socket.gethostname()}:{os.getpid()}"
         jobs = jobs_for(options.concurrency, options.jobs)

@@ -187,6 +187,25 @@ run_chunks = sa.Table(
     sa.Index("ix_run_chunks_state", "run_id", "state"),
 )
 
+# Batteries the job queue starts by itself (docs/decisions/0049-schedules.md): a suite
+# (by id, from the files at ``paths``) against a target, as the battery of every
+# ``every`` window; ``options`` holds the run's choices (trials, chunk, judge, …) as
+# JSON; ``drift``: read drift after each of its batteries; ``notify``: POST it there.
+schedules = sa.Table(
+    "schedules", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("suite_id", sa.String(200), nullable=False),
+    sa.Column("target_uri", sa.Text, nullable=False),
+    sa.Column("every", sa.String(8), nullable=False),
+    sa.Column("paths", sa.Text, nullable=False),
+    sa.Column("hidden_dir", sa.Text),
+    sa.Column("cwd", sa.Text, nullable=False),
+    sa.Column("options", sa.Text, nullable=False),
+    sa.Column("drift", sa.Boolean, nullable=False),
+    sa.Column("notify", sa.Text),
+    sa.Column("added_at", sa.String(40), nullable=False),
+)
+
 blobs = sa.Table(
     "blobs", metadata,
     sa.Column("digest", sa.String(80), primary_key=True),

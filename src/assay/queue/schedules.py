@@ -7,7 +7,7 @@ no battery yet (its ``queueing_lock`` keeps one waiting per window). The
 window job starts the target, registers the run as the battery of that
 window and enqueues its chunks; however many such jobs race, the store's
 unique index on (suite, agent version, window) leaves one battery, and the
-others register nothing (docs/decisions/0026-windows.md, 0049-schedules.md).
+others register nothing (docs/decisions/0026-windows.md, 0050-schedules.md).
 After a scheduled battery is sealed, its schedule may read drift against
 the battery before it and POST the reading.
 """

@@ -187,7 +187,7 @@ run_chunks = sa.Table(
     sa.Index("ix_run_chunks_state", "run_id", "state"),
 )
 
-# Batteries the job queue starts by itself (docs/decisions/0049-schedules.md): a suite
+# Batteries the job queue starts by itself (docs/decisions/0050-schedules.md): a suite
 # (by id, from the files at ``paths``) against a target, as the battery of every
 # ``every`` window; ``options`` holds the run's choices (trials, chunk, judge, …) as
 # JSON; ``drift``: read drift after each of its batteries; ``notify``: POST it there.

@@ -5,7 +5,7 @@ Revises: 0010
 
 - ``schedules``: a suite against a target as the battery of every window of
   a size, with the run's choices, and whether to read drift after each
-  battery and where to POST it (docs/decisions/0049-schedules.md).
+  battery and where to POST it (docs/decisions/0050-schedules.md).
 """
 
 from __future__ import annotations

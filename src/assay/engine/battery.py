@@ -188,9 +188,10 @@ class Battery:
         if options.adaptive:
             adapts = [has_quality(case) for case in loaded.suite.cases]
             self.adaptive = adapts if any(adapts) else None
-        #: Per case, the trials planned so far: an adaptive case's grows one at a time.
-        self._expected = [self._first_trials(index, case)
-                          for index, case in enumerate(loaded.suite.cases)]
+        #: Per case, the trials planned so far: an adaptive case's grows one at a time
+        #: (0 for a case a part of the battery does not run: a chunk names few of many).
+        self._expected = [self._first_trials(index, case) if only is None or case.id in only
+                          else 0 for index, case in enumerate(loaded.suite.cases)]
 
     def trials_for(self, case: Case) -> int:
         """Trials of one case: the override, else the case's, else the suite's."""

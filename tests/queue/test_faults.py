@@ -185,3 +185,24 @@ def test_a_worker_that_wakes_after_its_lease_records_nothing(
     assert all(outcome == "pass" for outcome, _ in outcomes.values())
     assert ledger_verdicts(project.url, run_id) == 4
     verified(project)
+
+
+@pytest.mark.real
+def test_a_worker_with_another_agent_refuses_and_the_follower_says_so(
+        project: Project, gate: Gate) -> None:
+    write(project, ["a", "b"])
+    env = {"AGENT_GATE": str(gate.port)}
+    gate.open()
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", env=env)
+    run_id = queued.out.split()[0]
+    agent = project.root / "evals" / "g_agent.py"
+    agent.write_text(agent.read_text() + "\n# another version\n")
+    project.worker(env=env)
+    followed = project.assay("run", "--resume", run_id, "--db", project.url, env=env)
+    assert followed.code == 3, followed.err
+    assert "failed in every worker" in followed.err and "Traceback" not in followed.err
+    log = (project.root / "p0.err").read_text()
+    assert "is not the one the run registered" in log
+    counts, _, status = recorded(project.url, run_id)
+    assert status == "open" and not counts and gate.calls == []

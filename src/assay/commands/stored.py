@@ -105,3 +105,7 @@ def _follow(run_id: str, db: str | None) -> None:
         return
     if result is not None and result.detached:
         sys.exit(130)  # Ctrl-C: the follower stopped, the run goes on
+    if result is not None and result.harness_failure is not None:
+        from ..errors import HarnessFailure
+
+        fail(HarnessFailure(result.harness_failure))

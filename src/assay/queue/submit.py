@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import HarnessFailure, UsageError
 
 if TYPE_CHECKING:
     from ..engine.battery import RunStart
@@ -47,7 +47,6 @@ def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
     """Register and enqueue one battery; follow it to its seal unless ``settings.detach``."""
     from ..engine.runs import RunResult
     from ..engine.windows import WindowTaken
-    from ..errors import HarnessFailure
     from ..store.database import open_store
     from .app import ensure_schema
 
@@ -78,6 +77,10 @@ def follow_to_seal(store: Store, run_id: str, label: str, planned: int | None,
     """Follow ``run_id`` until sealed and put its report in ``result``; Ctrl-C stops following."""
     try:
         follow(store, run_id, label, planned, watcher)
+    except HarnessFailure as failure:
+        result.run_id = run_id
+        result.harness_failure = str(failure)
+        return result
     except KeyboardInterrupt:
         watcher.notice(f"stopped following run {run_id}; its battery goes on in the workers "
                        f"(assay show {run_id} --follow)")
@@ -97,6 +100,7 @@ def follow(store: Store, run_id: str, label: str, planned: int | None,
     from ..store.progress import run_progress
 
     seen: dict[str, int] = {}
+    polls = 0
     with watcher.battery(label, planned) as on_trial:
         while True:
             progress = run_progress(store, run_id)
@@ -108,7 +112,30 @@ def follow(store: Store, run_id: str, label: str, planned: int | None,
                 seen[outcome] = max(number, seen.get(outcome, 0))
             if progress.status != "open":
                 return
+            polls += 1
+            if polls % FAILED_EVERY == 0:
+                failed = failed_chunks(store, run_id)
+                if failed:
+                    raise HarnessFailure(
+                        f"run {run_id}: {failed} chunk(s) failed in every worker that tried "
+                        "them (the workers' output says why: another agent, or the suite's "
+                        "files missing there); the run stays open")
             time.sleep(POLL_S)
+
+
+#: Every how many polls a follower looks for chunks whose job failed for good.
+FAILED_EVERY = 8
+
+
+def failed_chunks(store: Store, run_id: str) -> int:
+    """The run's chunks still to run whose job failed on every try (nobody will run them)."""
+    import sqlalchemy as sa
+
+    with store.engine.connect() as connection:
+        return int(connection.scalar(sa.text(
+            "SELECT count(*) FROM run_chunks c JOIN procrastinate_jobs j ON j.id = c.job_id "
+            "WHERE c.run_id = :run AND c.state = 'todo' "
+            "AND j.status IN ('failed', 'cancelled', 'aborted')"), {"run": run_id}) or 0)
 
 
 def sealed_report(store: Store, run_id: str) -> tuple[Any, bytes | None]:

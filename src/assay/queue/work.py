@@ -179,7 +179,7 @@ class Work:
             # Taken back while this worker was away: another ran it; nothing to retry.
             self.say(f"assay worker: chunk {number} of run {run_id}: {fenced}")
         except Refused as refused:
-            self.say(f"assay worker: chunk {number} of run {run_id}: {refused}")
+            self.say(f"assay worker: refused chunk {number}: {refused}")
             raise
 
     async def _chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int,

@@ -64,7 +64,7 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     from .app import QUEUE, ensure_schema, make_app
     from .work import Work
 
-    logging.getLogger("procrastinate").setLevel(logging.WARNING)
+    _one_line_logs(say)
 
     def unretrieved(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
         # procrastinate's own bookkeeping of a job taken back meanwhile fails this way
@@ -98,7 +98,7 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
                     update_heartbeat_interval=options.lease_s / 5,
                     stalled_worker_timeout=options.lease_s,
                     # No shutdown_graceful_timeout: a stop waits for the chunks in hand.
-                    fetch_job_polling_interval=min(5.0, options.lease_s))
+                    fetch_job_polling_interval=min(1.0, options.lease_s))
             finally:
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -108,6 +108,33 @@ async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
             f"{work.trials} trial(s)")
     finally:
         store.close()
+
+
+class _OneLine(logging.Handler):
+    """procrastinate's warnings and errors as one line each: no traceback in a worker's log.
+
+    An exception is named by its type only (the job's own line, said by
+    ``Work``, has the reason): its text is not ours to repeat.
+    """
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__(logging.WARNING)
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else None
+        said = f" ({type(error).__name__})" if error is not None else ""
+        try:
+            self.say(f"assay worker: {record.getMessage()}{said}")
+        except Exception:  # noqa: BLE001 - a log line must never stop the worker
+            self.handleError(record)
+
+
+def _one_line_logs(say: Callable[[str], None]) -> None:
+    logger = logging.getLogger("procrastinate")
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(_OneLine(say))
+    logger.propagate = False
 
 
 async def _sweep(app: object, work: object, deferrer: object, lease_s: float,

@@ -206,3 +206,27 @@ def test_a_worker_with_another_agent_refuses_and_the_follower_says_so(
     assert "is not the one the run registered" in log
     counts, _, status = recorded(project.url, run_id)
     assert status == "open" and not counts and gate.calls == []
+
+
+@pytest.mark.real
+def test_sigterm_lets_a_worker_finish_the_chunks_in_hand_then_stop(
+        project: Project, gate: Gate) -> None:
+    names = [f"c{i}" for i in range(6)]
+    write(project, names)
+    env = {"AGENT_GATE": str(gate.port)}
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", "--chunk", "4", env=env)
+    run_id = queued.out.split()[0]
+    leaving = project.worker("--jobs", "1", concurrency=4, env=env)
+    gate.waiting(4)  # its one chunk's four trials in flight
+    os.killpg(leaving.pid, signal.SIGTERM)
+    gate.open()
+    assert leaving.wait(timeout=60) == 0
+    counts, _, status = recorded(project.url, run_id)
+    assert status == "open" and len(counts) == 4  # its chunk, finished and recorded
+    assert "took back" not in (project.root / "p0.err").read_text()
+    project.worker(env=env)
+    followed = project.assay("show", run_id, "--db", project.url, "--follow", env=env)
+    assert followed.code == 0, followed.err
+    counts, _, status = recorded(project.url, run_id)
+    assert status == "sealed" and counts == Counter({(name, 1): 1 for name in names})

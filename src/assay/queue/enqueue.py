@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..store import schema
-from .app import CHUNK_TASK, defer
+from .app import CHUNK_TASK, SEAL_TASK, defer
 from .chunks import Items, encode
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ def enqueue_run(store: Store, app: procrastinate.App, row: dict[str, Any], conte
 
     def also(connection: sa.Connection) -> None:
         add_chunks(connection, app, run_id, chunks, hidden, first=0, stalls=0)
+        if not chunks:  # nothing to run (every case filtered out): sealed as it is
+            defer(app, connection, SEAL_TASK, [{"run_id": run_id}], lock=f"run:{run_id}",
+                  queueing_lock=f"seal:{run_id}")
 
     return register_run(store, row, content, also=also)
 

@@ -50,7 +50,7 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
         return None
     loaded, settings = load_registered(stored, workers)
     queued = queue_options(stored)
-    done = store.load_trials(run_id)
+    done = store.load_trials(run_id, for_folding=True)
     battery = Battery(loaded, _Registered(stored.target_uri),  # type: ignore[arg-type]
                       battery_options(settings), panel=make_panel(loaded, settings),
                       resume=Resume(run_id=run_id, seed=stored.seed or 0,

@@ -32,6 +32,7 @@ from .revision import HEAD_REVISION
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
+    from ..model.trace import Trace
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -500,11 +501,14 @@ class Store:
                        row.target_uri, row.target_digest, row.seed, row.started_at,
                        row.trials_per_case, json.loads(row.options or "{}"), row.status)
 
-    def load_trials(self, run_id: str, cases: Collection[str] | None = None
-                    ) -> dict[tuple[str, int], TrialResult]:
+    def load_trials(self, run_id: str, cases: Collection[str] | None = None, *,
+                    for_folding: bool = False) -> dict[tuple[str, int], TrialResult]:
         """Every recorded trial of a run, rebuilt whole (verdicts, usage, trace) by (case, n).
 
         ``cases``: only the trials of these case ids (a queue worker's chunk).
+        ``for_folding``: only what folding reads (a queue's seal): of each trace, only
+        the model that answered (``grading.fold``), not the whole trace. (Opinions are
+        read: the report's cost counts what the judges cost.)
         """
         from ..model.result import TrialResult, Verdict
         from ..model.trace import Trace, Usage
@@ -529,13 +533,30 @@ class Store:
                               b.content)
                     .outerjoin(schema.blobs, b.digest == t.trace_digest)
                     .where(t.run_id == run_id, *some_t)):
-                trace = None if y.content is None else Trace.model_validate_json(y.content)
+                if y.content is None:
+                    trace = None
+                elif for_folding:
+                    trace = _served_model(y.content)
+                else:
+                    trace = Trace.model_validate_json(y.content)
                 results[(y.case_id, y.n)] = TrialResult(
                     n=y.n, outcome=y.outcome, reason=y.reason, duration_s=y.duration_s,
                     usage=Usage.model_validate(y.usage),
                     verdicts=verdicts.get((y.case_id, y.n), []), trace=trace,
                     opinions=opinions.get((y.case_id, y.n), {}))
         return results
+
+
+def _served_model(content: bytes) -> Trace | None:
+    """A stand-in trace holding only the model a stored trace names in its facets (or None)."""
+    from ..model.trace import Trace
+
+    try:
+        facets = json.loads(content).get("facets")
+    except (ValueError, AttributeError):
+        return None
+    model = facets.get("model") if isinstance(facets, dict) else None
+    return Trace(facets={"model": model}) if isinstance(model, str) else None
 
 
 def _opinions(connection: Connection, run_id: str, *, case_id: str | None = None,

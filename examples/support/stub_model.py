@@ -38,7 +38,8 @@ from typing import Any
 #: not), ``refusal``, ``model`` (the name reported; default: the one asked
 #: for), ``usage`` (``[prompt, completion]`` tokens; ``None`` leaves it out;
 #: default: about four characters a token), ``status`` (an HTTP error status
-#: to answer with instead).
+#: to answer with instead), ``headers`` (header fields sent with that status,
+#: e.g. ``{"Retry-After": "2"}``).
 Turn = dict[str, Any]
 #: Decides the next reply from the request body (``model``, ``messages``, ``tools``).
 Script = Callable[[dict[str, Any]], Turn]
@@ -303,14 +304,17 @@ class StubServer:
                     self._send(turn["status"], {"error": {
                         "message": f"stub: scripted HTTP {turn['status']}",
                         "type": "server_error" if turn["status"] >= 500 else "invalid_request",
-                    }})
+                    }}, turn.get("headers") or {})
                     return
                 self._send(200, completion(body, turn, n))
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any],
+                      headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()

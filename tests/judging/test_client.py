@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +25,7 @@ from assay.judging.client import (
     make_client,
     score_answer,
 )
+from assay.targets.backoff import Backoff, Wait
 from assay.targets.prices import Price, PriceTable
 
 pytestmark = pytest.mark.real
@@ -46,6 +49,7 @@ class Reply:
     choices: list[Any] | None = None  # replaces the one choice when set
     body: bytes | None = None  # sent as it is (not JSON) when set
     hang: bool = False  # wait for the test's teardown before answering
+    headers: dict[str, str] = field(default_factory=dict)  # sent with an error status
 
 
 class _Quiet(ThreadingHTTPServer):
@@ -92,7 +96,8 @@ def _handler(judge: Judge) -> type[BaseHTTPRequestHandler]:
             if reply.status != 200:
                 # A server that echoes the prompt in its error: the opinion must not.
                 error = {"error": {"message": f"bad: {body['messages'][0]['content']}"}}
-                return self._send(reply.status, json.dumps(error).encode())
+                return self._send(reply.status, json.dumps(error).encode(),
+                                  headers=reply.headers)
             message: dict[str, Any] = {"role": "assistant", "content": reply.text}
             if reply.refusal is not None:
                 message["refusal"] = reply.refusal
@@ -104,8 +109,11 @@ def _handler(judge: Judge) -> type[BaseHTTPRequestHandler]:
                 payload["usage"] = {**reply.usage, "total_tokens": sum(reply.usage.values())}
             self._send(200, json.dumps(payload).encode())
 
-        def _send(self, status: int, data: bytes, kind: str = "application/json") -> None:
+        def _send(self, status: int, data: bytes, kind: str = "application/json",
+                  headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -232,14 +240,15 @@ def test_a_judge_slower_than_its_timeout_is_an_error_not_a_wait(judge: Judge) ->
 
 @pytest.mark.parametrize(("status", "error"), [
     (500, "HTTP 500"),
+    (400, "HTTP 400"),
     (404, "HTTP 404 (the server does not serve this model)"),
 ])
 def test_an_http_error_is_an_opinion_with_the_status_never_the_servers_text(
     judge: Judge, status: int, error: str,
 ) -> None:
-    opinion = call(judge.play(Reply(status=status)))
+    opinion = call(judge.play(Reply(status=status, headers={"Retry-After": "0"})))
     assert (opinion.raw, opinion.error, opinion.model) == (None, error, "judge-model")
-    assert len(judge.seen) == 1  # no retry
+    assert len(judge.seen) == 1 and opinion.waits == ()  # no retry
     assert HIDDEN not in json.dumps(opinion.to_json())
     assert judge_opinion(opinion)[0] == "inconclusive"
 
@@ -304,3 +313,70 @@ def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
     given: dict[str, Any] = {"model": "m", "base_url": "http://127.0.0.1:1/v1", **bad}
     with pytest.raises(ValueError):
         JudgeSettings(**given)
+
+
+# --- "not now": 429 and 503 -------------------------------------------------------------
+
+
+def test_429s_with_retry_after_are_waited_out_and_the_opinion_says_so(judge: Judge) -> None:
+    busy = Reply(status=429, headers={"Retry-After": "0.2"})
+    settings = judge.play(busy, busy, Reply())
+    began = time.perf_counter()
+    opinion = call(settings)
+    assert time.perf_counter() - began >= 0.4
+    assert (opinion.error, opinion.raw) == (None, "pass\nbecause it apologises")
+    assert judge_opinion(opinion)[0] == "pass"
+    assert len(judge.seen) == 3
+    assert opinion.waits == (Wait(429, 0.2, "Retry-After"),) * 2
+    assert opinion.latency_s >= 0.4  # the waits are part of the call
+    record = opinion.to_json()
+    assert record["waits"] == [{"status": 429, "waited_s": 0.2, "after": "Retry-After"}] * 2
+    assert Opinion.from_json(json.loads(json.dumps(record))) == opinion
+
+
+def test_an_opinion_that_never_waited_keeps_the_record_it_had(judge: Judge) -> None:
+    record = call(judge.play(Reply())).to_json()
+    assert "waits" not in record
+
+
+def test_a_503_burst_backs_off_by_the_seeded_rule(judge: Judge) -> None:
+    def once() -> Opinion:
+        settings = judge.play(Reply(status=503), Reply(status=503), Reply())
+        return call(settings, backoff=Backoff(base_s=0.02, rng=random.Random(4)))
+
+    first = once()
+    assert first.error is None and len(judge.seen) == 3
+    assert [(w.status, w.after) for w in first.waits] == [(503, "back-off")] * 2
+    assert all(0 <= w.seconds <= 0.02 * 2 ** k for k, w in enumerate(first.waits))
+    assert once().waits == first.waits
+
+
+def test_a_retry_after_past_the_judges_timeout_is_not_waited_for(judge: Judge) -> None:
+    judge.play(Reply(status=429, headers={"Retry-After": "5"}), Reply())
+    settings = JudgeSettings(model="judge-model", base_url=judge.base_url, timeout_s=0.5)
+    began = time.perf_counter()
+    opinion = call(settings)
+    assert time.perf_counter() - began < 0.5
+    assert opinion.error == ("HTTP 429 (rate limited); did not wait 5 s (Retry-After): "
+                             "past the timeout")
+    assert (opinion.raw, opinion.waits, len(judge.seen)) == (None, (), 1)
+    assert HIDDEN not in json.dumps(opinion.to_json())  # the 429's body echoed the prompt
+    assert judge_opinion(opinion)[0] == "inconclusive"
+
+
+def test_a_refusal_that_never_ends_is_an_error_after_six_tries(judge: Judge) -> None:
+    busy = Reply(status=503, headers={"retry-after-ms": "1"})
+    opinion = call(judge.play(*[busy] * 10))
+    assert opinion.error == "HTTP 503; gave up after 6 tries"
+    assert len(judge.seen) == 6
+    assert opinion.waits == (Wait(503, 0.001, "retry-after-ms"),) * 5
+
+
+def test_the_judges_timeout_bounds_the_waits_and_the_retries_together(judge: Judge) -> None:
+    judge.play(Reply(status=429, headers={"Retry-After": "0.2"}), Reply(hang=True))
+    settings = JudgeSettings(model="judge-model", base_url=judge.base_url, timeout_s=0.6)
+    began = time.perf_counter()
+    opinion = call(settings)
+    assert time.perf_counter() - began < 2
+    assert opinion.error == "timed out after 0.6s"
+    assert opinion.waits == (Wait(429, 0.2, "Retry-After"),)  # what happened before it

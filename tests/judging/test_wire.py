@@ -19,6 +19,8 @@ from assay.judging.wire import JudgeClient, WireError
 pytestmark = pytest.mark.real
 
 OK = b'{"ok": true}'
+#: What one call came back with: the status, body and hints, or the error's words.
+Found = tuple[int, bytes, dict[str, str] | None] | str
 
 
 def answer(head: bytes, body: bytes = OK) -> bytes:
@@ -58,11 +60,11 @@ def url(server: asyncio.Server) -> str:
 
 
 def exchange(replies: list[bytes], calls: int = 1, **options: object) -> tuple[
-        list[tuple[int, bytes] | str], list[bytes], list[int]]:
-    async def go() -> tuple[list[tuple[int, bytes] | str], list[bytes], list[int]]:
+        list[Found], list[bytes], list[int]]:
+    async def go() -> tuple[list[Found], list[bytes], list[int]]:
         server, seen, connections = await serve(replies, **options)  # type: ignore[arg-type]
         client = JudgeClient(url(server))
-        found: list[tuple[int, bytes] | str] = []
+        found: list[Found] = []
         try:
             for _ in range(calls):
                 try:
@@ -82,7 +84,7 @@ LENGTH = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 
 
 def test_a_length_framed_answer_and_the_request_as_sent() -> None:
     [got], [request], _ = exchange([answer(LENGTH)])
-    assert got == (200, OK)
+    assert got == (200, OK, None)
     head, _, body = request.partition(b"\r\n\r\n")
     assert head.startswith(b"POST /v1/chat/completions HTTP/1.1\r\n")
     assert b"\r\nAuthorization: Bearer unused" in head
@@ -92,33 +94,43 @@ def test_a_length_framed_answer_and_the_request_as_sent() -> None:
 
 def test_kept_connections_are_reused() -> None:
     found, _, connections = exchange([answer(LENGTH)], calls=3)
-    assert found == [(200, OK)] * 3 and len(connections) == 1
+    assert found == [(200, OK, None)] * 3 and len(connections) == 1
 
 
 def test_a_chunked_answer_with_extensions_and_trailers() -> None:
     chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                b"5;ext=1\r\n{\"ok\"\r\n7\r\n: true}\r\n0\r\nX-Trailer: y\r\n\r\n")
     found, _, connections = exchange([chunked], calls=2)
-    assert found == [(200, OK)] * 2 and len(connections) == 1
+    assert found == [(200, OK, None)] * 2 and len(connections) == 1
 
 
 def test_an_answer_ended_by_the_close_and_an_http_1_0_answer() -> None:
     closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + OK
     found, _, connections = exchange([closing], calls=2, close_after=lambda n: True)
-    assert found == [(200, OK)] * 2 and len(connections) == 2
+    assert found == [(200, OK, None)] * 2 and len(connections) == 2
     old = b"HTTP/1.0 200 OK\r\nContent-Length: 12\r\n\r\n" + OK
     found, _, connections = exchange([old], calls=2, close_after=lambda n: True)
-    assert found == [(200, OK)] * 2 and len(connections) == 2
+    assert found == [(200, OK, None)] * 2 and len(connections) == 2
 
 
 def test_a_kept_connection_the_server_closed_while_idle_is_asked_again_on_a_new_one() -> None:
     found, seen, connections = exchange([answer(LENGTH)], calls=2, close_after=lambda n: True)
-    assert found == [(200, OK)] * 2 and len(seen) == 2 and len(connections) == 2
+    assert found == [(200, OK, None)] * 2 and len(seen) == 2 and len(connections) == 2
 
 
 def test_an_error_status_is_an_answer_not_an_error() -> None:
-    [got], _, _ = exchange([b"HTTP/1.1 503 Busy\r\nContent-Length: 2\r\n\r\nno"])
-    assert got == (503, b"no")
+    [got], _, _ = exchange([b"HTTP/1.1 500 Oops\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\nno"])
+    assert got == (500, b"no", None)  # no hints but for "not now"
+
+
+def test_a_429_or_503_brings_its_retry_after_fields_by_lower_case_name() -> None:
+    busy = (b"HTTP/1.1 503 Busy\r\nRETRY-AFTER:  2 \r\nX-Other: 1\r\n"
+            b"Retry-After-Ms: 150\r\nContent-Length: 2\r\n\r\nno")
+    bare = b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\n\r\n"
+    found, _, connections = exchange([busy, bare], calls=2)
+    assert found == [(503, b"no", {"retry-after": "2", "retry-after-ms": "150"}),
+                     (429, b"", {})]
+    assert len(connections) == 1  # the connection is kept as after any answer
 
 
 @pytest.mark.parametrize(("reply", "error"), [

@@ -7,8 +7,10 @@ and returns an ``Opinion``: the raw answer, the model that gave it, tokens,
 cost and latency. It never raises: a timeout, an HTTP error, a refused
 connection or a reply without choices is an opinion with ``error`` set, and
 its verdict is ``inconclusive`` (PRINCIPLES 3). Only cancellation goes
-through. The choices made here (no retries, a placeholder key, the prompt
-as one user message) are in docs/decisions/0030.
+through. The choices made here (a placeholder key, the prompt as one user
+message) are in docs/decisions/0030; it asks again only after a 429 or 503,
+within the call's timeout, and the opinion lists those waits
+(``targets/backoff.py``, docs/decisions/0049).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..targets.backoff import DEFAULT, Backoff, Refused, Wait
 from ..targets.prices import SHIPPED, PriceTable
 from .answers import REFUSED
 from .opinion import Opinion, judge_answer, judge_opinion, score_answer
@@ -77,7 +80,8 @@ def make_client(settings: JudgeSettings) -> Any:
     """The client for the judge's server (``wire.JudgeClient``); the caller closes it.
 
     It sends no one's key: the ``Authorization`` header is a placeholder, and
-    nothing reads ``OPENAI_API_KEY`` (PRINCIPLES 10). No retries.
+    nothing reads ``OPENAI_API_KEY`` (PRINCIPLES 10). It never retries by
+    itself; ``ask`` asks again after a 429 or 503.
     """
     from .wire import JudgeClient
 
@@ -92,27 +96,37 @@ async def ask(
     prompt_digest: str,
     clock: Callable[[], float] = time.perf_counter,
     prices: PriceTable | None = None,
+    backoff: Backoff = DEFAULT,
 ) -> Opinion:
-    """Ask the judge once: ``prompt`` as the only (user) message. Never raises but on cancel.
+    """Ask the judge: ``prompt`` as the only (user) message. Never raises but on cancel.
 
     ``POST {base}/chat/completions`` of the OpenAI chat API, read as JSON.
     ``prices`` defaults to the shipped table (the battery passes the user's,
-    ``load_prices()``); a model it does not know costs None.
+    ``load_prices()``); a model it does not know costs None. A 429 or 503 is
+    asked again by ``backoff``'s rule within ``settings.timeout_s``, which
+    bounds the call, waits included; the opinion's ``waits`` lists them.
     """
     from .wire import WireError
 
     parameters = settings.sampling()
     asked = settings.model
     start = clock()
+    waits: list[Wait] | None = None  # made only when the judge says "not now"
 
     def failed(error: str, raw: str | None = None, model: str = asked) -> Opinion:
         return Opinion(raw=raw, model=model, prompt_digest=prompt_digest, parameters=parameters,
-                       latency_s=round(clock() - start, 6), error=error)
+                       latency_s=round(clock() - start, 6), error=error,
+                       waits=tuple(waits) if waits else ())
 
     body = {"model": asked, "messages": [{"role": "user", "content": prompt}], **parameters}
+    stopped = ""
     try:
-        async with asyncio.timeout(settings.timeout_s):
-            status, data = await client.post("chat/completions", body)
+        async with asyncio.timeout(settings.timeout_s) as scope:
+            status, data, hints = await client.post("chat/completions", body)
+            if hints is not None:  # 429 or 503: the rare path, off the usual one
+                waits = []
+                status, data, stopped = await _again(client, body, Refused(status, hints),
+                                                     backoff, scope.when(), waits)
     except TimeoutError:
         return failed(f"timed out after {settings.timeout_s:g}s")
     except WireError as exc:
@@ -121,7 +135,8 @@ async def ask(
         return failed(f"unexpected {type(exc).__name__}")
     if status != 200:
         reason = _REASONS.get(status)
-        return failed(f"HTTP {status}" + (f" ({reason})" if reason else ""))
+        return failed(f"HTTP {status}" + (f" ({reason})" if reason else "")
+                      + (f"; {stopped}" if stopped else ""))
     try:
         reply = json.loads(data)
     except (ValueError, RecursionError):
@@ -155,7 +170,30 @@ async def ask(
     return Opinion(
         raw=raw, model=model, prompt_digest=prompt_digest, parameters=parameters,
         input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost,
-        latency_s=round(clock() - start, 6), error=error)
+        latency_s=round(clock() - start, 6), error=error, waits=tuple(waits) if waits else ())
+
+
+async def _again(client: Any, body: dict[str, Any], first: Refused, backoff: Backoff,
+                 deadline: float | None, waits: list[Wait]) -> tuple[int, bytes, str]:
+    """After a 429 or 503: wait and ask again by ``backoff``'s rule, each wait kept in ``waits``.
+
+    The answer that ended it — a 200, another status, or the refusal that
+    stood (its body is not read) — and why a refusal stood (else "").
+    """
+
+    async def attempt() -> tuple[int, bytes]:
+        status, data, hints = await client.post("chat/completions", body)
+        if hints is not None:
+            raise Refused(status, hints)
+        return status, data
+
+    try:
+        status, data = await backoff.call(
+            attempt, deadline=deadline if deadline is not None else math.inf,
+            on_wait=waits.append, first=first)
+    except Refused as last:
+        return last.status, b"", last.stopped
+    return status, data, ""
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings", "Opinion", "ask", "judge_answer", "judge_opinion",

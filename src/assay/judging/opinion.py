@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..targets.backoff import Wait
 from .answers import REFUSED, JudgeAnswer, ScoreAnswer, read_judge, read_score
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ class Opinion:
     short reason that never quotes the prompt or the server's text, either
     of which may hold a hidden case. ``stream`` is the host's raw event
     stream, kept whole where there is one (None for a chat completion).
+    ``waits`` are the waits after a 429 or 503 ("not now") before the judge
+    answered or the call gave up (``targets/backoff.py``); ``latency_s``
+    includes them.
     """
 
     raw: str | None
@@ -45,6 +49,7 @@ class Opinion:
     stream: str | None = None
     #: Served from the judge cache: asked in an earlier run, not paid for again in this one.
     cached: bool = False
+    waits: tuple[Wait, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The opinion as the ``judge-opinion`` ledger entry will hold it (``stream`` if any)."""
@@ -65,6 +70,8 @@ class Opinion:
             record["stream"] = self.stream
         if self.cached:
             record["cached"] = True
+        if self.waits:  # only when there were any: every other opinion's record is unchanged
+            record["waits"] = [wait.to_json() for wait in self.waits]
         return record
 
     @classmethod
@@ -79,6 +86,9 @@ class Opinion:
             error, stream = data.get("error"), data.get("stream")
             if not (stream is None or isinstance(stream, str)):
                 raise TypeError
+            waits = data.get("waits") or []
+            if not isinstance(waits, list):
+                raise TypeError
             return cls(raw=raw, model=model, prompt_digest=digest, parameters=parameters,
                        input_tokens=_count(data.get("input_tokens")),
                        output_tokens=_count(data.get("output_tokens")),
@@ -86,7 +96,8 @@ class Opinion:
                        latency_s=float(_number(data.get("latency_s")) or 0.0),
                        error=error if isinstance(error, str) else None,
                        cost_observed=data.get("cost_evidence") == "observed",
-                       stream=stream, cached=data.get("cached") is True)
+                       stream=stream, cached=data.get("cached") is True,
+                       waits=tuple(Wait.from_json(wait) for wait in waits))
         except (KeyError, TypeError):
             raise ValueError("not a stored opinion") from None
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..targets.backoff import REFUSALS
+
 #: The most bytes an answer's body may have (a judge's is a few hundred).
 MAX_BODY = 8 * 1024 * 1024
 #: The most bytes of an answer's status line and header fields (and of one chunk-size line).
@@ -81,10 +83,15 @@ class JudgeClient:
         self._idle: list[_Connection] = []
         self._closed = False
 
-    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
-        """POST ``body`` as JSON to ``prefix/path``; the status and the answer's body.
+    async def post(self, path: str, body: dict[str, Any]
+                   ) -> tuple[int, bytes, dict[str, str] | None]:
+        """POST ``body`` as JSON to ``prefix/path``; the status, the answer's body, and hints.
 
-        Raises ``WireError`` when no answer came (refused, reset, malformed, too long).
+        The hints are None but for a 429 or 503 ("not now"): then the
+        answer's ``retry-after`` and ``retry-after-ms`` fields, by lower-case
+        name (``targets.backoff`` reads them), an empty mapping when it has
+        neither. Raises ``WireError`` when no answer came (refused, reset,
+        malformed, too long).
         """
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(
             "utf-8", "surrogatepass")
@@ -119,7 +126,8 @@ class JudgeClient:
             raise WireError(f"cannot connect ({type(exc).__name__})") from None
         return _Connection(reader, writer)
 
-    async def _exchange(self, connection: _Connection, request: bytes) -> tuple[int, bytes]:
+    async def _exchange(self, connection: _Connection, request: bytes
+                        ) -> tuple[int, bytes, dict[str, str] | None]:
         reader = connection.reader
         try:
             connection.writer.write(request)
@@ -156,7 +164,8 @@ class JudgeClient:
         else:
             connection.reused = True
             self._idle.append(connection)
-        return status, data
+        # Read only when asked for: an answer of any other status costs this one test.
+        return status, data, _hints(head) if status in REFUSALS else None
 
     @staticmethod
     def _drop(connection: _Connection) -> None:
@@ -215,6 +224,17 @@ def _read_head(head: bytes) -> tuple[int, int | None, bool, bool]:
     if length is not None and length > MAX_BODY:
         raise WireError("the answer is too long")
     return status, length, False, close
+
+
+def _hints(head: bytes) -> dict[str, str]:
+    """The ``retry-after`` and ``retry-after-ms`` fields of an answer's head (the last of each)."""
+    found: dict[str, str] = {}
+    for line in head[:-4].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        key = name.lower()
+        if key in (b"retry-after", b"retry-after-ms"):
+            found[key.decode("ascii")] = value.strip().decode("latin-1")
+    return found
 
 
 async def _read_chunks(reader: asyncio.StreamReader) -> bytes:

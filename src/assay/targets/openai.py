@@ -6,10 +6,12 @@ recorded and answered from the fixture (or by the MCP servers its ``mcp:``
 names, see ``mcp_tools.py``), and the loop goes on until the model
 answers without calling a tool (settled) or the step limit is reached (not
 settled). With ``--agent-cache`` each model call goes through the agent
-cache (``agent_cache.py``). The provider key is not ours (principle 10):
-assay passes none of its own, never reads the value of ``OPENAI_API_KEY``
-(the SDK does, when the user set it for their server), and never records or
-prints it.
+cache (``agent_cache.py``). A server that answers 429 or 503 ("not now") is
+asked again after a wait (``backoff.py``), within the trial's timeout; each
+wait is an ``error`` event in the trace. The provider key is not ours
+(principle 10): assay passes none of its own, never reads the value of
+``OPENAI_API_KEY`` (the SDK does, when the user set it for their server),
+and never records or prints it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,6 +28,7 @@ from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from .agent_cache import FACET, ON, AgentCache
+from .backoff import DEFAULT, REFUSALS, Backoff, Refused, Wait
 from .base import (
     TargetOptions,
     TrialBroken,
@@ -109,6 +113,8 @@ class OpenAITarget:
         self._reported: str | None = None
         #: The MCP servers tool fixtures name (``mcp:``), connected when a trial first needs one.
         self.mcp = McpServers(uri)
+        #: How a 429 or 503 is waited out (``backoff.py``); a test gives one with a seeded rng.
+        self.backoff: Backoff = DEFAULT
 
     async def start(self) -> None:
         """Check the server takes connections, make the client; refused is a harness failure."""
@@ -124,7 +130,8 @@ class OpenAITarget:
         await ensure_reachable(self.uri, self.base_url)
         # With OPENAI_API_KEY set the SDK reads it itself; its value never passes through us.
         key = None if "OPENAI_API_KEY" in os.environ else NO_KEY
-        # No retries: a server error is reported as a broken trial, not hidden by a retry.
+        # No retries by the SDK: a server error is reported as a broken trial, not hidden by
+        # a retry. A 429 or 503 is asked again by ``complete``, each wait written in the trace.
         # No client timeout: the battery's per-trial timeout is the one that counts.
         self._client = sdk_client(openai, self.base_url, api_key=key, timeout=None)
 
@@ -148,29 +155,50 @@ class OpenAITarget:
             body["reasoning_effort"] = effort
         return {**body, **loop.sampling()}
 
-    async def ask(self, case_id: str, n: int, body: dict[str, Any]) -> tuple[Reply, bool]:
+    async def ask(self, case_id: str, n: int, body: dict[str, Any], *, deadline: float,
+                  on_wait: Callable[[Wait], None]) -> tuple[Reply, bool]:
         """One model call of trial ``n`` of a case: the reply, and whether the cache served it.
 
         Without the cache this is ``complete``. With it, the reply kept under
         the case, trial, model and request digest (the server's address
         included) is served; else the server is called and its reply kept.
+        ``deadline`` and ``on_wait`` are ``complete``'s.
         """
         if self.cache is None:
-            return await self.complete(body), False
+            return await self.complete(body, deadline=deadline, on_wait=on_wait), False
         request = {**body, "server": self.identity().get("base_url")}
         key = self.cache.key(case_id, n, body["model"], request)
         kept = self.cache.get(key) if key is not None else None
         if kept is not None:
             self._note(kept, body["model"])
             return kept, True
-        reply = await self.complete(body)
+        reply = await self.complete(body, deadline=deadline, on_wait=on_wait)
         if key is not None:
             self.cache.put(key, reply)
         return reply, False
 
-    async def complete(self, body: dict[str, Any]) -> Reply:
+    async def complete(self, body: dict[str, Any], *, deadline: float,
+                       on_wait: Callable[[Wait], None]) -> Reply:
         """Send one request (``body``); server trouble breaks the trial, an unusable model
-        the run."""
+        the run.
+
+        A 429 or 503 is asked again after a wait (``self.backoff``), each wait
+        told to ``on_wait`` first; none reaches ``deadline`` (the event loop's
+        clock: the trial's end). A refusal that stands breaks the trial as
+        any other status does, saying why it was not asked again.
+        """
+        try:
+            reply = await self.backoff.call(lambda: self._send(body), deadline=deadline,
+                                            on_wait=on_wait)
+        except Refused as refused:
+            raise TrialBroken(f"the server answered HTTP {refused.status}: "
+                              f"{_short(refused.message)} ({refused.stopped})") from None
+        read = read_reply(reply)
+        self._note(read, body["model"])
+        return read
+
+    async def _send(self, body: dict[str, Any]) -> Any:
+        """One request; the SDK's reply. ``Refused`` for a 429 or 503, else as ``complete``."""
         import openai
 
         assert self._client is not None, "start() first"
@@ -178,6 +206,8 @@ class OpenAITarget:
         try:
             reply = await self._client.chat.completions.create(**body)
         except openai.APIStatusError as exc:
+            if exc.status_code in REFUSALS:
+                raise Refused(exc.status_code, exc.response.headers, exc.message) from None
             if exc.status_code in _CANNOT_USE and (asked == self.model
                                                    or exc.status_code != 404):
                 # The server's own text is left out: a 401 may quote part of the key.
@@ -197,9 +227,7 @@ class OpenAITarget:
                               f"{_short(str(exc))}") from None
         if not getattr(reply, "choices", None):
             raise TrialBroken("the server's reply has no choices")
-        read = read_reply(reply)
-        self._note(read, asked)
-        return read
+        return reply
 
     def _note(self, reply: Reply, asked: str) -> None:
         """The run's ``model`` facet: the name the first reply to the URI's model reports."""
@@ -258,9 +286,14 @@ class _Conversation:
         #: Model calls the agent cache answered (``--agent-cache``), not the server.
         self.served = 0
         self._start = time.perf_counter()
+        #: When the battery stops the trial (its timeout), on the event loop's clock:
+        #: no wait after a 429 or 503 reaches it.
+        self.deadline = asyncio.get_running_loop().time() + request.timeout_s
         self._calls = 0
-        # Should the server hang, the steps and calls so far are the trial's record.
-        request.partial.keep(lambda: self._trace("timeout", None, self.steps, settled=False))
+        # Should the server hang, the steps and calls so far are the trial's record; before
+        # the first answer there is none (waits alone are not the agent's doing).
+        request.partial.keep(lambda: self._trace("timeout", None, self.steps, settled=False)
+                             if self.steps else None)
 
     def _t(self) -> float:
         return round(time.perf_counter() - self._start, 6)
@@ -274,7 +307,8 @@ class _Conversation:
         while self.steps < self.loop.max_steps:
             body = self.target.body(self.messages, self.tools, self.loop, self.asked,
                                     self.effort)
-            reply, served = await self.target.ask(self.case.id, self.n, body)
+            reply, served = await self.target.ask(self.case.id, self.n, body,
+                                                  deadline=self.deadline, on_wait=self._waited)
             self.steps += 1
             self.served += served
             self._count(reply)
@@ -289,6 +323,11 @@ class _Conversation:
             await self._tool_turn(text, calls)
         error = f"step limit: {self.steps} model calls without a final answer"
         return self._trace("timeout", None, self.steps, settled=False, error=error)
+
+    def _waited(self, wait: Wait) -> None:
+        """A 429 or 503 and the wait before asking again, as the trace shows it."""
+        self.events.append(Event(kind="error", text=f"model server: {wait.note()}, then asked "
+                                                    "again", result=wait.to_json(), t=self._t()))
 
     def _count(self, reply: Reply) -> None:
         model = reply.model

@@ -187,6 +187,7 @@ def main() -> None:
                         help="trials of part 1 (default 2000)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--chunk-sizes", default="1,10,100")
+    parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--py-spy", metavar="FILE", help="profile the first worker (raw)")
     args = parser.parse_args()
     global SPY
@@ -218,7 +219,7 @@ def main() -> None:
             folder = Path(tempfile.mkdtemp(prefix="assay-bench-q2-"))
             write_suite(folder, args.n, 0.05)
             print(f"\n2. workers: {args.n} trials of L = 50 ms, C = 64 per worker, chunk 50")
-            for workers in (1, 2, 4):
+            for workers in (int(w) for w in args.workers.split(",")):
                 ideal = args.n * 0.05 / (64 * workers)
                 walls, afters = [], []
                 for _ in range(args.repeat):

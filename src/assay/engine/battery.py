@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -169,29 +169,35 @@ class Battery:
         self._live = 0
         #: An adaptive run's trials not yet taken by a worker (grows as cases add trials).
         self._pending: deque[_Slot] = deque()
-        self._results: list[dict[int, TrialResult]] = [{} for _ in loaded.suite.cases]
-        self._folded: list[CaseResult | None] = [None for _ in loaded.suite.cases]
+        cases = loaded.suite.cases
+        position = loaded.positions()
+        #: The cases this battery runs, by position: all, or a chunk's few of many (its
+        #: state below is kept for these only, so a chunk costs what it runs).
+        self._indices = list(range(len(cases))) if only is None else \
+            sorted(position[case_id] for case_id in only if case_id in position)
+        #: Per case position: its finished trials by number, and its result once folded.
+        self._results: defaultdict[int, dict[int, TrialResult]] = defaultdict(dict)
+        self._folded: dict[int, CaseResult] = {}
         self._case_facets: dict[int, dict[str, str]] = {}
         if resume is not None:
             self.seed = resume.seed
-            position = {case.id: index for index, case in enumerate(loaded.suite.cases)}
             for (case_id, n), result in resume.done.items():
-                if case_id in position:
-                    self._results[position[case_id]][n] = result
+                index = position.get(case_id)
+                if index is not None:
+                    self._results[index][n] = result
         else:
             fresh = random.SystemRandom().getrandbits(32)
             self.seed = options.seed if options.seed is not None else fresh
         self.rng = random.Random(self.seed)
         #: Per case, whether it adapts (``--adaptive`` and a quality check); None when
         #: none does, and the battery runs a fixed plan as it always did.
-        self.adaptive: list[bool] | None = None
+        self.adaptive: dict[int, bool] | None = None
         if options.adaptive:
-            adapts = [has_quality(case) for case in loaded.suite.cases]
-            self.adaptive = adapts if any(adapts) else None
-        #: Per case, the trials planned so far: an adaptive case's grows one at a time
-        #: (0 for a case a part of the battery does not run: a chunk names few of many).
-        self._expected = [self._first_trials(index, case) if only is None or case.id in only
-                          else 0 for index, case in enumerate(loaded.suite.cases)]
+            adapts = {index: has_quality(cases[index]) for index in self._indices}
+            self.adaptive = adapts if any(adapts.values()) else None
+        #: Per case position, the trials planned so far: an adaptive case's grows one at a time.
+        self._expected = {index: self._first_trials(index, cases[index])
+                          for index in self._indices}
 
     def trials_for(self, case: Case) -> int:
         """Trials of one case: the override, else the case's, else the suite's."""
@@ -217,9 +223,9 @@ class Battery:
         call = self.loaded.suite.call
         slots: list[_Slot] = []
         only = self.only
-        for index, case in enumerate(self.loaded.suite.cases):
-            if only is not None and case.id not in only:
-                continue
+        cases = self.loaded.suite.cases
+        for index in self._indices:
+            case = cases[index]
             chosen = only.get(case.id) if only is not None else None
             have = self._results[index]
             timeout, fixture, tools, blocking, judged = self._slot_parts(index)
@@ -260,7 +266,7 @@ class Battery:
         if self.interrupted or not case_adds_trial(trials, folded.quality,
                                                    self.options.max_trials):
             return None
-        self._folded[index] = None
+        self._folded.pop(index, None)
         n = self._expected[index] = self._expected[index] + 1
         timeout, fixture, tools, blocking, judged = self._slot_parts(index)
         request = TrialRequest(case=self.loaded.suite.cases[index], n=n, timeout_s=timeout,
@@ -351,7 +357,7 @@ class Battery:
         queue's seal); by default the target's own.
         """
         suite = self.loaded.suite
-        cases = [folded or self._fold(i) for i, folded in enumerate(self._folded)]
+        cases = [self._folded.get(i) or self._fold(i) for i in range(len(suite.cases))]
         if target is None:
             target = TargetRef(uri=self.target.uri, digest=self.target_digest,
                                facets=dict(self.target.facets),

@@ -45,6 +45,16 @@ class LoadedSuite:
     identities: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     #: Each case's facets, by id: made for every case on first use (``case_facets``).
     _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    #: Each case's position in ``suite.cases``, by id: made on first use (``positions``).
+    _positions: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def positions(self) -> dict[str, int]:
+        """Each case's position in ``suite.cases``, by id (made once, then shared)."""
+        cases = self.suite.cases
+        if len(self._positions) != len(cases):
+            self._positions.clear()
+            self._positions.update((case.id, index) for index, case in enumerate(cases))
+        return self._positions
 
     def case_facets(self, case: Case) -> dict[str, str]:
         """The digests ``assay compare`` aligns this case on (``suites.facets``)."""

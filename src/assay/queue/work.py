@@ -191,7 +191,7 @@ class Work:
         run = await self._run(run_id)
         run.busy += 1
         try:
-            done = await asyncio.to_thread(self.store.load_trials, run_id, list(chunk.only))
+            done = await asyncio.to_thread(_recorded, self.store, run_id, list(chunk.only))
             battery = Battery(run.loaded, run.target, run.options, panel=run.panel,
                               resume=Resume(run_id=run_id, seed=run.stored.seed or 0,
                                             started_at=run.stored.started_at, done=done),
@@ -368,6 +368,16 @@ class Work:
         finally:
             if run.panel is not None:
                 await run.panel.close()
+
+
+def _recorded(store: Store, run_id: str, cases: list[str]) -> dict[tuple[str, int], Any]:
+    """What the store holds of these cases' trials (most chunks: nothing, said in one query)."""
+    from .fence import stored_trials
+
+    with store.engine.connect() as connection:
+        if not stored_trials(connection, run_id, cases):
+            return {}
+    return store.load_trials(run_id, cases)
 
 
 def _warm(uri: str) -> None:

@@ -105,6 +105,19 @@ def replay_lines(root: Path, db_url: str, run_id: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+def hidden_safe_replays(root: Path, db_url: str, run_id: str) -> str:
+    """Replay as text and as JSON (exit 1): no hidden content in either; the text."""
+    text = ""
+    for extra in ((), ("--json",)):
+        done = assay(root, "replay", run_id, "--db", db_url, *extra)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert CANARY not in done.stdout + done.stderr and "Traceback" not in done.stderr
+        assert "equals" not in done.stdout and "$.echo" not in done.stdout
+        if not extra:
+            text = done.stdout
+    return text
+
+
 def test_a_stored_run_replays_clean(stored: tuple[str, str], tmp_path: Path) -> None:
     db_url, run_id = stored
     done = assay(tmp_path, "replay", run_id, "--db", db_url)
@@ -248,12 +261,8 @@ def test_a_forged_hidden_verdict_is_a_holdout(stored: tuple[str, str], tmp_path:
     execute(db_url, schema.verdicts.update()
             .where(v.run_id == run_id, v.case_id == f"{CANARY}-id-fail", v.n == 1)
             .values(outcome="pass", evidence="unavailable"))
-    for extra in ((), ("--json",)):
-        done = assay(tmp_path, "replay", run_id, "--db", db_url, *extra)
-        assert done.returncode == 1, done.stdout + done.stderr
-        assert CANARY not in done.stdout + done.stderr
-        assert "equals" not in done.stdout and "$.echo" not in done.stdout
-    lines = assay(tmp_path, "replay", run_id, "--db", db_url).stdout.splitlines()
+    said = hidden_safe_replays(tmp_path, db_url, run_id)
+    lines = said.splitlines()
     assert "case holdout-1 trial 1 assertion 1: outcome stored pass, recomputed fail" in lines
     assert any(line.startswith("case holdout-1 trial 1 assertion 1: evidence stored "
                                "unavailable, recomputed ") for line in lines)
@@ -289,12 +298,8 @@ def test_new_differences_of_a_hidden_case_stay_redacted(
     execute(db_url, schema.runs.update().where(r.run_id == run_id)
             .values(report=json.dumps(report)))
 
-    for extra in ((), ("--json",)):
-        done = assay(tmp_path, "replay", run_id, "--db", db_url, *extra)
-        assert done.returncode == 1, done.stdout + done.stderr
-        assert CANARY not in done.stdout + done.stderr
-        assert "equals" not in done.stdout and "$.echo" not in done.stdout
-    lines = replay_lines(tmp_path, db_url, run_id)
+    said = hidden_safe_replays(tmp_path, db_url, run_id)
+    lines = said.splitlines()
     for expected in (
             "case holdout-1 trial 1: trace content does not match its digest",
             "case holdout-1 trial 1: outcome stored fail, recomputed pass",

@@ -8,6 +8,9 @@ binaries (``apt-get install -y postgresql``), listening on 127.0.0.1 only, on
 a free port, with trust authentication on loopback. Each xdist worker starts
 its own; each test gets a fresh database in it. Missing binaries FAIL the
 tests: a store that only ever ran on SQLite has not been shown to work.
+
+A module whose tests all start from the same stored runs makes them once per
+backend in ``template_store`` and gives each test a copy (``copy_store``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -90,14 +94,27 @@ def _admin(base: str, sql: str) -> None:
         connection.execute(sql)  # type: ignore[arg-type]
 
 
+def _create(base: str, like: str | None = None) -> str:
+    """A new database in the cluster at ``base``: empty, or a copy of the database ``like``."""
+    name = f"assay_test_{uuid.uuid4().hex[:12]}"
+    # A copy is PostgreSQL's own (CREATE DATABASE … TEMPLATE): the files, not a dump.
+    # It waits a few seconds for sessions on ``like`` to end, so a process that
+    # has just exited does not make it fail.
+    _admin(base, f"CREATE DATABASE {name}" + (f" TEMPLATE {like}" if like else ""))
+    return name
+
+
 @pytest.fixture
-def new_postgres_url(postgres_server: str) -> Iterator[Callable[[], str]]:
-    """Makes fresh, empty databases in the session's cluster (dropped after the test)."""
+def new_postgres_url(postgres_server: str) -> Iterator[Callable[..., str]]:
+    """Makes fresh databases in the session's cluster (dropped after the test).
+
+    ``make()`` is an empty one; ``make(like=URL)`` a copy of the database at
+    URL, which nothing may be connected to.
+    """
     made: list[str] = []
 
-    def make() -> str:
-        name = f"assay_test_{uuid.uuid4().hex[:12]}"
-        _admin(postgres_server, f"CREATE DATABASE {name}")
+    def make(like: str | None = None) -> str:
+        name = _create(postgres_server, like.rsplit("/", 1)[1] if like else None)
         made.append(name)
         return f"{postgres_server}/{name}"
 
@@ -107,7 +124,7 @@ def new_postgres_url(postgres_server: str) -> Iterator[Callable[[], str]]:
 
 
 @pytest.fixture
-def postgres_url(new_postgres_url: Callable[[], str]) -> str:
+def postgres_url(new_postgres_url: Callable[..., str]) -> str:
     """A fresh, empty database in the session's cluster."""
     return new_postgres_url()
 
@@ -119,3 +136,56 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'assay.db'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@dataclass(frozen=True)
+class Template:
+    """A store a module fills once, in a folder of its own; each test takes a copy.
+
+    ``root`` is where the filling ran (``assay`` in a subprocess, say): its
+    files go with every copy, the ledger's signing key among them.
+    """
+
+    backend: str
+    root: Path
+    url: str
+
+
+@pytest.fixture(scope="module",
+                params=["sqlite", pytest.param("postgresql", marks=pytest.mark.real)])
+def template_store(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Template]:
+    """An empty store on SQLite and on PostgreSQL, once per module, for a module-scoped
+    fixture to fill; tests read and change only their copies (``copy_store``).
+
+    The same runs made again for every test cost seconds of subprocesses each
+    and test nothing new: each test still starts from its own store, made by
+    the real ``assay``, byte for byte as if it had made it itself.
+    """
+    root = tmp_path_factory.mktemp(f"template-{request.param}")
+    if request.param == "sqlite":
+        yield Template("sqlite", root, f"sqlite:///{root / 'assay.db'}")
+        return
+    server: str = request.getfixturevalue("postgres_server")
+    name = _create(server)
+    try:
+        yield Template("postgresql", root, f"{server}/{name}")
+    finally:
+        _admin(server, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def copy_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Template], str]:
+    """Copies a filled ``Template`` into this test: its folder into ``tmp_path``, its store
+    next to it (the SQLite files with the folder, a PostgreSQL database by TEMPLATE);
+    returns the copy's URL. No process may hold the template open."""
+
+    def copy(template: Template) -> str:
+        shutil.copytree(template.root, tmp_path, dirs_exist_ok=True)
+        if template.backend == "sqlite":
+            path = Path(template.url.removeprefix("sqlite:///"))
+            return f"sqlite:///{tmp_path / path.relative_to(template.root)}"
+        make: Callable[..., str] = request.getfixturevalue("new_postgres_url")
+        return make(like=template.url)
+
+    return copy

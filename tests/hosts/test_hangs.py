@@ -5,12 +5,19 @@ the model asks for a tool, the CLI runs it and prints it on its stream, and
 the model's next reply never comes. The battery stops the trial at its
 timeout and grades what the stream said until then: the call is there, so
 ``never_calls`` fails the case instead of the trial reading ``broken``.
+
+Waiting out that timeout would add nothing once the CLI has sent the request
+that is never answered: the battery runs on an event loop whose clock the
+test moves on by the timeout at that moment, so the battery's own timer
+fires then, as it would have ``TIMEOUT_S`` later. If the request never
+comes, the timer fires in real time, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import textwrap
+from collections.abc import Callable
 
 import pytest
 from anthropic_stub import Turn, text, tool
@@ -39,12 +46,46 @@ cases:
 """
 
 
-def battery(host: Host, uri: str, name: str, forbidden: str) -> CaseResult:
+class _MovableClock(asyncio.SelectorEventLoop):
+    """An event loop whose clock can be moved on: a timer due within the move fires at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.moved
+
+
+async def _skip_the_wait(asked: Callable[[], bool]) -> None:
+    """Once ``asked()`` (the stub has the request it never answers), move the clock on by
+    the timeout, so that the battery's timer fires now instead of ``TIMEOUT_S`` later."""
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, _MovableClock)
+    while not asked():
+        await asyncio.sleep(0.05)  # a poll of the stub, not a guess at how long anything takes
+    loop.moved += TIMEOUT_S
+
+
+def battery(host: Host, uri: str, name: str, forbidden: str,
+            asked: Callable[[], bool]) -> CaseResult:
     host.folder("docs", {"notes.txt": "the code word is HERON\n"})
     suite = host.root / f"{name}.suite.yaml"
     suite.write_text(SUITE.format(name=name, timeout=TIMEOUT_S, forbidden=forbidden))
-    report: Report = asyncio.run(Battery(load_suite_file(suite), host.target(uri),
-                                         BatteryOptions()).run())
+
+    async def run() -> Report:
+        skip = asyncio.create_task(_skip_the_wait(asked))
+        try:
+            done = await Battery(load_suite_file(suite), host.target(uri),
+                                 BatteryOptions()).run()
+        finally:
+            skip.cancel()
+        if skip.done() and not skip.cancelled():
+            skip.result()  # a watch that failed is said, not turned into a silent wait
+        return done
+
+    with asyncio.Runner(loop_factory=_MovableClock) as runner:
+        report = runner.run(run())
     (case,) = report.cases
     assert isinstance(case, CaseResult)
     for trial in case.trials:
@@ -54,9 +95,11 @@ def battery(host: Host, uri: str, name: str, forbidden: str) -> CaseResult:
 
 
 def test_claude_hanging_after_a_read_fails_never_calls(claude: Host) -> None:
-    claude.stub.reply([tool("Read", "t1", file_path="notes.txt")],
-                      Turn([text("too late")], delay_s=600))
-    case = battery(claude, "claude", "claude", "Read")
+    hang = Turn([text("too late")], delay_s=600)
+    claude.stub.reply([tool("Read", "t1", file_path="notes.txt")], hang)
+    case = battery(claude, "claude", "claude", "Read",
+                   lambda: any(claude.stub.turn_for(body) is hang
+                               for body in claude.stub.model_calls()))
     (trial,) = case.trials
     assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
     never, budget = trial.verdicts
@@ -78,7 +121,9 @@ def test_claude_hanging_after_a_read_fails_never_calls(claude: Host) -> None:
 def test_codex_hanging_after_a_shell_command_fails_never_calls(codex: Host) -> None:
     codex.stub.reply([say("Reading."), call("exec_command", cmd="cat notes.txt")],
                      Reply([say("too late")], delay_s=600))
-    case = battery(codex, codex.codex_uri("-s", "workspace-write"), "codex", "shell")
+    case = battery(codex, codex.codex_uri("-s", "workspace-write"), "codex", "shell",
+                   lambda: any(codex.stub.turn_for(body) == 1  # the second reply: never
+                               for body in codex.stub.model_calls()))
     (trial,) = case.trials
     assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
     never, budget = trial.verdicts

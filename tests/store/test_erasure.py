@@ -13,14 +13,18 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from assay.store import schema
 from assay.store.database import open_store
 from assay.store.documents import load_stored_suite
+
+from ..postgres import Template
 
 CANARY = "CANARY-ERASE-7f3a"
 SUBJECT = "person-1"
@@ -65,6 +69,20 @@ def two_runs(root: Path, db_url: str) -> list[str]:
         assert done.returncode == 1, done.stderr  # person-1's equals fails
         ids.append(json.loads((root / f"r{n}.json").read_text())["run_id"])
     return ids
+
+
+@pytest.fixture(scope="module")
+def made(template_store: Template) -> tuple[Template, list[str]]:
+    """The two runs, made once per backend by the real CLI; each test erases in a copy."""
+    return template_store, two_runs(template_store.root, template_store.url)
+
+
+@pytest.fixture
+def stored(made: tuple[Template, list[str]],
+           copy_store: Callable[[Template], str]) -> tuple[str, list[str]]:
+    """This test's copy of the two runs (in ``tmp_path``): its URL and the run ids."""
+    template, runs = made
+    return copy_store(template), list(runs)
 
 
 def cells(db_url: str) -> list[tuple[str, str, bytes]]:
@@ -136,8 +154,9 @@ def file_bytes(db_url: str) -> bytes:
                     if p.exists())
 
 
-def test_erasing_a_case_leaves_its_content_nowhere(db_url: str, tmp_path: Path) -> None:
-    runs = two_runs(tmp_path, db_url)
+def test_erasing_a_case_leaves_its_content_nowhere(stored: tuple[str, list[str]],
+                                                   tmp_path: Path) -> None:
+    db_url, runs = stored
     assert {("blobs", "content"), ("runs", "suite"), ("runs", "report"), ("verdicts", "note"),
             ("verdicts", "assertion"), ("trials", "reason")} <= holding_canary(db_url)
     other_before = {d: c for d, c in blobs(db_url).items() if d in traces(db_url, "other")}
@@ -234,8 +253,9 @@ def test_erasing_a_case_leaves_its_content_nowhere(db_url: str, tmp_path: Path) 
     assert checked.returncode == 0, checked.stdout
 
 
-def test_an_unknown_subject_exits_2_and_records_nothing(db_url: str, tmp_path: Path) -> None:
-    runs = two_runs(tmp_path, db_url)
+def test_an_unknown_subject_exits_2_and_records_nothing(stored: tuple[str, list[str]],
+                                                        tmp_path: Path) -> None:
+    db_url, runs = stored
     before, contents = ledger(db_url), blobs(db_url)
     missing = "sha256:" + "ab" * 32
     for args, message in (
@@ -249,8 +269,9 @@ def test_an_unknown_subject_exits_2_and_records_nothing(db_url: str, tmp_path: P
     assert ledger(db_url) == before and blobs(db_url) == contents
 
 
-def test_a_digest_subject_erases_exactly_that_blob(db_url: str, tmp_path: Path) -> None:
-    runs = two_runs(tmp_path, db_url)
+def test_a_digest_subject_erases_exactly_that_blob(stored: tuple[str, list[str]],
+                                                   tmp_path: Path) -> None:
+    db_url, runs = stored
     t = schema.trials.c
     target, run = rows(db_url, sa.select(t.trace_digest, t.run_id)
                        .where(t.case_id == "other").order_by(t.id))[0]
@@ -288,8 +309,8 @@ def test_a_digest_subject_erases_exactly_that_blob(db_url: str, tmp_path: Path) 
     assert ledger(db_url) == last and content_of(db_url, last[-1].content_digest) is not None
 
 
-def test_erasing_twice_records_one_entry(db_url: str, tmp_path: Path) -> None:
-    two_runs(tmp_path, db_url)
+def test_erasing_twice_records_one_entry(stored: tuple[str, list[str]], tmp_path: Path) -> None:
+    db_url, _ = stored
     first = assay(tmp_path, "erase", "--subject", SUBJECT, "--db", db_url)
     assert first.returncode == 0, first.stderr
     entries, contents = ledger(db_url), blobs(db_url)
@@ -300,8 +321,9 @@ def test_erasing_twice_records_one_entry(db_url: str, tmp_path: Path) -> None:
     assert ledger(db_url) == entries and blobs(db_url) == contents
 
 
-def test_run_limits_a_case_subject_to_one_run(db_url: str, tmp_path: Path) -> None:
-    first, second = two_runs(tmp_path, db_url)
+def test_run_limits_a_case_subject_to_one_run(stored: tuple[str, list[str]],
+                                              tmp_path: Path) -> None:
+    db_url, (first, second) = stored
     t = schema.trials.c
     kept = {r.trace_digest for r in rows(db_url, sa.select(t.trace_digest).where(
         t.case_id == SUBJECT, t.run_id == second))}
@@ -316,13 +338,13 @@ def test_run_limits_a_case_subject_to_one_run(db_url: str, tmp_path: Path) -> No
     assert ("verdicts", "note") in holding_canary(db_url)  # the second run's notes stay
 
 
-def test_a_case_only_in_a_stored_suite_is_erased_there(db_url: str, tmp_path: Path) -> None:
+def test_a_case_only_in_a_stored_suite_is_erased_there(stored: tuple[str, list[str]]) -> None:
     # A run stopped before the case ran keeps its input in the stored suite only.
     from datetime import UTC, datetime
 
     from assay.store.erasure import erase
 
-    first, second = two_runs(tmp_path, db_url)
+    db_url, (first, second) = stored
     store = open_store(db_url)
     try:
         t, v = schema.trials.c, schema.verdicts.c
@@ -339,9 +361,10 @@ def test_a_case_only_in_a_stored_suite_is_erased_there(db_url: str, tmp_path: Pa
     assert CANARY in json.dumps(suite_doc(db_url, first))
 
 
-def test_replay_after_a_digest_erasure_names_only_the_trial(tmp_path: Path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'assay.db'}"
-    first, _ = two_runs(tmp_path, db_url)
+@pytest.mark.parametrize("template_store", ["sqlite"], indirect=True)
+def test_replay_after_a_digest_erasure_names_only_the_trial(stored: tuple[str, list[str]],
+                                                            tmp_path: Path) -> None:
+    db_url, (first, _) = stored
     t = schema.trials.c
     target = rows(db_url, sa.select(t.trace_digest).where(
         t.case_id == "other", t.run_id == first, t.n == 1))[0].trace_digest

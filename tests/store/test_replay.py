@@ -10,6 +10,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ import sqlalchemy as sa
 
 from assay.store import schema
 from assay.store.database import open_store
+
+from ..postgres import Template
 
 CANARY = "CANARY-5b31"
 
@@ -64,6 +67,19 @@ def stored_run(root: Path, db_url: str) -> str:
     return run_id
 
 
+@pytest.fixture(scope="module")
+def made(template_store: Template) -> tuple[Template, str]:
+    """The run, made once per backend by the real CLI; each test forges in a copy."""
+    return template_store, stored_run(template_store.root, template_store.url)
+
+
+@pytest.fixture
+def stored(made: tuple[Template, str], copy_store: Callable[[Template], str]) -> tuple[str, str]:
+    """This test's copy of the stored run (in ``tmp_path``): its URL and the run id."""
+    template, run_id = made
+    return copy_store(template), run_id
+
+
 def execute(url: str, statement: sa.Executable) -> None:
     store = open_store(url)
     with store.engine.begin() as connection:
@@ -89,8 +105,21 @@ def replay_lines(root: Path, db_url: str, run_id: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-def test_a_stored_run_replays_clean(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def hidden_safe_replays(root: Path, db_url: str, run_id: str) -> str:
+    """Replay as text and as JSON (exit 1): no hidden content in either; the text."""
+    text = ""
+    for extra in ((), ("--json",)):
+        done = assay(root, "replay", run_id, "--db", db_url, *extra)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert CANARY not in done.stdout + done.stderr and "Traceback" not in done.stderr
+        assert "equals" not in done.stdout and "$.echo" not in done.stdout
+        if not extra:
+            text = done.stdout
+    return text
+
+
+def test_a_stored_run_replays_clean(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     done = assay(tmp_path, "replay", run_id, "--db", db_url)
     assert done.returncode == 0, done.stdout + done.stderr
     # 2 trials x (2 + 1 + 1) assertions; 6 trial-verdict entries and run-sealed
@@ -101,8 +130,8 @@ def test_a_stored_run_replays_clean(db_url: str, tmp_path: Path) -> None:
     assert (report["trials"], report["cases"], report["ledger_entries"]) == (6, 3, 7)
 
 
-def test_forged_verdict_and_trial_are_named(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_forged_verdict_and_trial_are_named(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     v, t = schema.verdicts.c, schema.trials.c
     execute(db_url, schema.verdicts.update()
             .where(v.run_id == run_id, v.case_id == "public-fail", v.n == 2, v.position == 0)
@@ -130,9 +159,10 @@ def test_forged_verdict_and_trial_are_named(db_url: str, tmp_path: Path) -> None
             "ledger": "fail"} in report["differences"]
 
 
-def test_a_consistent_forgery_is_caught_by_the_ledger(db_url: str, tmp_path: Path) -> None:
+def test_a_consistent_forgery_is_caught_by_the_ledger(
+        stored: tuple[str, str], tmp_path: Path) -> None:
     """Trial, verdict rows AND trace rewritten so that re-grading agrees: the ledger does not."""
-    run_id = stored_run(tmp_path, db_url)
+    db_url, run_id = stored
     v, t, b = schema.verdicts.c, schema.trials.c, schema.blobs.c
     where = (t.run_id == run_id, t.case_id == "public-fail", t.n == 1)
     [row] = query(db_url, sa.select(b.content).join(schema.trials, t.trace_digest == b.digest)
@@ -160,8 +190,8 @@ def test_a_consistent_forgery_is_caught_by_the_ledger(db_url: str, tmp_path: Pat
     ]
 
 
-def test_a_trial_and_its_verdicts_forged_alike(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_a_trial_and_its_verdicts_forged_alike(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     v, t = schema.verdicts.c, schema.trials.c
     execute(db_url, schema.trials.update()
             .where(t.run_id == run_id, t.case_id == "public-fail", t.n == 2)
@@ -178,8 +208,8 @@ def test_a_trial_and_its_verdicts_forged_alike(db_url: str, tmp_path: Path) -> N
 
 @pytest.mark.parametrize("by_reference", [True, False], ids=["trials.entry", "by-content"])
 def test_a_deleted_trial_is_named_by_its_ledger_entry(
-        db_url: str, tmp_path: Path, by_reference: bool) -> None:
-    run_id = stored_run(tmp_path, db_url)
+        stored: tuple[str, str], tmp_path: Path, by_reference: bool) -> None:
+    db_url, run_id = stored
     v, t = schema.verdicts.c, schema.trials.c
     if not by_reference:
         # Runs recorded before trials.entry: every entry is found by its content.
@@ -198,8 +228,8 @@ def test_a_deleted_trial_is_named_by_its_ledger_entry(
     assert lines[-1].endswith("1 difference(s)")
 
 
-def test_a_forged_report_is_named(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_a_forged_report_is_named(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     r = schema.runs.c
     [row] = query(db_url, sa.select(r.report).where(r.run_id == run_id))
     report = json.loads(row.report)
@@ -217,34 +247,31 @@ def test_a_forged_report_is_named(db_url: str, tmp_path: Path) -> None:
     assert lines[-1].endswith("4 difference(s)")
 
 
-def test_a_run_without_its_seal_entry_is_named(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_a_run_without_its_seal_entry_is_named(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     lg = schema.ledger.c
     execute(db_url, schema.ledger.delete().where(lg.kind == "run-sealed"))
     lines = replay_lines(tmp_path, db_url, run_id)
     assert lines[0] == "run: run-sealed entry stored sealed, ledger absent"
 
 
-def test_a_forged_hidden_verdict_is_a_holdout(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_a_forged_hidden_verdict_is_a_holdout(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     v = schema.verdicts.c
     execute(db_url, schema.verdicts.update()
             .where(v.run_id == run_id, v.case_id == f"{CANARY}-id-fail", v.n == 1)
             .values(outcome="pass", evidence="unavailable"))
-    for extra in ((), ("--json",)):
-        done = assay(tmp_path, "replay", run_id, "--db", db_url, *extra)
-        assert done.returncode == 1, done.stdout + done.stderr
-        assert CANARY not in done.stdout + done.stderr
-        assert "equals" not in done.stdout and "$.echo" not in done.stdout
-    lines = assay(tmp_path, "replay", run_id, "--db", db_url).stdout.splitlines()
+    said = hidden_safe_replays(tmp_path, db_url, run_id)
+    lines = said.splitlines()
     assert "case holdout-1 trial 1 assertion 1: outcome stored pass, recomputed fail" in lines
     assert any(line.startswith("case holdout-1 trial 1 assertion 1: evidence stored "
                                "unavailable, recomputed ") for line in lines)
 
 
-def test_new_differences_of_a_hidden_case_stay_redacted(db_url: str, tmp_path: Path) -> None:
+def test_new_differences_of_a_hidden_case_stay_redacted(
+        stored: tuple[str, str], tmp_path: Path) -> None:
     """Ledger, trace, deleted-trial, case and pass@1 differences of a hidden case: no canary."""
-    run_id = stored_run(tmp_path, db_url)
+    db_url, run_id = stored
     t, v, b, r, lg = (schema.trials.c, schema.verdicts.c, schema.blobs.c, schema.runs.c,
                       schema.ledger.c)
     hidden = (t.run_id == run_id, t.case_id == f"{CANARY}-id-fail")
@@ -271,12 +298,8 @@ def test_new_differences_of_a_hidden_case_stay_redacted(db_url: str, tmp_path: P
     execute(db_url, schema.runs.update().where(r.run_id == run_id)
             .values(report=json.dumps(report)))
 
-    for extra in ((), ("--json",)):
-        done = assay(tmp_path, "replay", run_id, "--db", db_url, *extra)
-        assert done.returncode == 1, done.stdout + done.stderr
-        assert CANARY not in done.stdout + done.stderr
-        assert "equals" not in done.stdout and "$.echo" not in done.stdout
-    lines = replay_lines(tmp_path, db_url, run_id)
+    said = hidden_safe_replays(tmp_path, db_url, run_id)
+    lines = said.splitlines()
     for expected in (
             "case holdout-1 trial 1: trace content does not match its digest",
             "case holdout-1 trial 1: outcome stored fail, recomputed pass",
@@ -291,8 +314,8 @@ def test_new_differences_of_a_hidden_case_stay_redacted(db_url: str, tmp_path: P
         assert expected in lines, "\n".join(lines)
 
 
-def test_an_erased_trace_is_not_replayable(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_an_erased_trace_is_not_replayable(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     t = schema.trials.c
     store = open_store(db_url)
     with store.engine.connect() as connection:
@@ -311,9 +334,9 @@ def test_an_erased_trace_is_not_replayable(db_url: str, tmp_path: Path) -> None:
 
 
 def test_an_erased_case_is_not_replayable_and_its_erasure_not_a_difference(
-        db_url: str, tmp_path: Path) -> None:
+        stored: tuple[str, str], tmp_path: Path) -> None:
     """Erasure rewrites the stored report; its ledger entry carries the digests to follow."""
-    run_id = stored_run(tmp_path, db_url)
+    db_url, run_id = stored
     erased = assay(tmp_path, "erase", "--subject", "public-pass", "--db", db_url)
     assert erased.returncode == 0, erased.stdout + erased.stderr
     lines = replay_lines(tmp_path, db_url, run_id)
@@ -335,8 +358,8 @@ def test_an_erased_case_is_not_replayable_and_its_erasure_not_a_difference(
 
 @pytest.mark.parametrize("by_reference", [True, False], ids=["trials.entry", "by-content"])
 def test_an_erased_ledger_content_is_not_replayable(
-        db_url: str, tmp_path: Path, by_reference: bool) -> None:
-    run_id = stored_run(tmp_path, db_url)
+        stored: tuple[str, str], tmp_path: Path, by_reference: bool) -> None:
+    db_url, run_id = stored
     t, lg, b = schema.trials.c, schema.ledger.c, schema.blobs.c
     if not by_reference:
         execute(db_url, schema.trials.update().where(t.run_id == run_id).values(entry=None))
@@ -351,8 +374,8 @@ def test_an_erased_ledger_content_is_not_replayable(
                      f"{SUMMARY.replace('7 ledger', '6 ledger')}, 1 not replayable"]
 
 
-def test_a_run_stored_without_its_suite_exits_2(db_url: str, tmp_path: Path) -> None:
-    run_id = stored_run(tmp_path, db_url)
+def test_a_run_stored_without_its_suite_exits_2(stored: tuple[str, str], tmp_path: Path) -> None:
+    db_url, run_id = stored
     execute(db_url, schema.runs.update().where(schema.runs.c.run_id == run_id)
             .values(suite=None))
     done = assay(tmp_path, "replay", run_id, "--db", db_url)

@@ -1,5 +1,9 @@
 """Settings for the whole test suite."""
 
+import compileall
+import importlib.util
+
+import pytest
 from hypothesis import settings
 
 # The throwaway PostgreSQL and the db_url fixture, for every test folder.
@@ -10,3 +14,21 @@ pytest_plugins = ["tests.postgres"]
 # nothing about the code. The number of examples stays the same.
 settings.register_profile("assay", deadline=None)
 settings.load_profile("assay")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile assay's own modules once, before any test starts a ``python -m assay``.
+
+    Hundreds of tests run the real CLI in a subprocess. Where the environment
+    sets PYTHONDONTWRITEBYTECODE (this machine does, as bench/throughput.py
+    notes), no process ever writes assay's bytecode, so every one of them
+    compiled the package from source again: ~0.1-0.3 s of CPU per command. The
+    bytecode is written once here, next to the sources, as Python itself would
+    without the variable; nothing else changes, and each process still checks
+    it against the source it was made from.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller has done it
+        return
+    spec = importlib.util.find_spec("assay")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        compileall.compile_dir(folder, quiet=2)

@@ -233,12 +233,14 @@ def test_bad_input_is_one_clear_line_and_exit_2(project) -> None:
         "bad min-score": ("gate", honest, "--min-score", "2"),
         "unknown baseline": ("gate", honest, "--baseline", "no-such-run"),
     }
+    said = {}
     for name, args in cases.items():
         done = project.assay(*args)
         assert done.code == 2, (name, done.out, done.err)
         assert done.err.startswith("assay: error: ") and "Traceback" not in done.err, name
         assert len(done.err.strip().splitlines()) == 1, (name, done.err)
-    assert "is not sealed" in project.assay("gate", open_run[0]).err
+        said[name] = done.err
+    assert "is not sealed" in said["open run"]
     other_id = json.loads((project.root / "o.json").read_text())["run_id"]
     mixed = project.assay("gate", honest, "--baseline", other_id)
     assert mixed.code == 2 and "compare runs of one suite" in mixed.err

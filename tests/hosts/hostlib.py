@@ -21,9 +21,10 @@ import platform
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -33,6 +34,8 @@ from assay.targets import Target, TargetOptions, TrialRequest, make_target
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = ROOT / ".hosts" / "node_modules"
 INSTALL = "run tests/hosts/install.sh (needs Node.js and npm; `make test` runs it)"
+
+T = TypeVar("T")
 
 #: A provider key that must never reach a CLI, a request, a trace or a report.
 CANARY = "sk-CANARY-4f1d9a"
@@ -73,6 +76,48 @@ def codex_binary() -> Path:
     pytest.fail(f"the codex CLI is not installed in {base}: {INSTALL}")
 
 
+class MovableClock(asyncio.SelectorEventLoop):
+    """An event loop whose clock can be moved on: a timer due within the move fires at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moved = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.moved
+
+
+def run_moving_on(main: Coroutine[Any, Any, T], stuck: Callable[[], bool], by_s: float) -> T:
+    """Run ``main`` on a ``MovableClock``; once ``stuck()``, move its clock on by ``by_s``.
+
+    For a test waiting for a timeout whose process can only wait from some
+    point on (the stub holds a request it will never answer): from then, a
+    timer due within ``by_s`` fires at once, through the code's own timeout,
+    as it would have fired later. If ``stuck()`` never comes true, the timers
+    fire in real time.
+    """
+
+    async def watch() -> None:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, MovableClock)
+        while not stuck():
+            await asyncio.sleep(0.05)  # a poll of the stub, not a guess at how long anything takes
+        loop.moved += by_s
+
+    async def run() -> T:
+        watching = asyncio.create_task(watch())
+        try:
+            done = await main
+        finally:
+            watching.cancel()
+        if watching.done() and not watching.cancelled():
+            watching.result()  # a watch that failed is said, not turned into a silent wait
+        return done
+
+    with asyncio.Runner(loop_factory=MovableClock) as runner:
+        return runner.run(run())
+
+
 @dataclass
 class Host:
     """One test's world: the stub, the fake user home, a folder for suites and fixtures."""
@@ -106,8 +151,13 @@ class Host:
 
     def run(self, uri: str, prompt: Any, *, fixture: Path | None = None,
             model: str | dict[str, str] | None = None,
-            effort: str | dict[str, str] | None = None, timeout_s: float = 60.0) -> Trace:
-        """Start the target, run one trial of a case with this input (and pins), close it."""
+            effort: str | dict[str, str] | None = None, timeout_s: float = 60.0,
+            stuck: Callable[[], bool] | None = None) -> Trace:
+        """Start the target, run one trial of a case with this input (and pins), close it.
+
+        ``stuck``: true once the CLI can only wait for a reply that never comes;
+        the timeout then fires at once (``run_moving_on``) instead of later.
+        """
         case = Case(id="c1", input=prompt, model=model, effort=effort, invocation="automatic")
         request = TrialRequest(case=case, n=1, timeout_s=timeout_s, fixture=fixture)
         target = self.target(uri)
@@ -120,7 +170,7 @@ class Host:
             finally:
                 await target.close()
 
-        trace = asyncio.run(go())
+        trace = asyncio.run(go()) if stuck is None else run_moving_on(go(), stuck, timeout_s)
         self.traces.append(trace)
         return trace
 
@@ -137,6 +187,16 @@ class Host:
         return subprocess.run([sys.executable, "-m", "assay", "run", *args], cwd=self.root,
                               env={**os.environ, "COLUMNS": "200"}, capture_output=True,
                               text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    def running(self, part: str) -> bool:
+        """Whether a process carrying this test's marker runs a command line with ``part``."""
+        for pid in self.leftovers():
+            try:
+                if part.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return True
+            except OSError:
+                continue
+        return False
 
     def leftovers(self) -> list[int]:
         """Processes still running that carry this test's marker in their environment."""

@@ -206,7 +206,10 @@ def test_a_timeout_kills_the_cli_and_everything_it_started(claude: Host) -> None
     (claude.root / "mcp.json").write_text(json.dumps(config))
     claude.stub.reply(Turn([text("late")], delay_s=30))
     with pytest.raises(TimeoutError):
-        claude.run("claude --mcp-config mcp.json", "hang", timeout_s=4)
+        # Stopped once the model was asked and the MCP server runs: the CLI can only wait.
+        claude.run("claude --mcp-config mcp.json", "hang", timeout_s=4,
+                   stuck=lambda: bool(claude.stub.model_calls())
+                   and claude.running(ORDERS_MCP.name))
     assert claude.leftovers() == []
 
 

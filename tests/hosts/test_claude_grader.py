@@ -13,11 +13,12 @@ import json
 import os
 import tempfile
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from anthropic_stub import Turn, text, tool
-from hostlib import CANARY, Host
+from hostlib import CANARY, Host, run_moving_on
 
 from assay.judging import JUDGE_TEMPLATE, prompt_digest, render
 from assay.judging.answers import OUT_OF_FORM_JUDGE
@@ -33,9 +34,14 @@ PROMPT = render(JUDGE_TEMPLATE, criteria="apologises and offers a remedy", expec
 DIGEST = prompt_digest(JUDGE_TEMPLATE, {"model": f"claude:{MODEL}"})
 
 
-def ask(settings: ClaudeJudgeSettings | None = None, prompt: str = PROMPT) -> Opinion:
-    opinion = asyncio.run(ask_claude(settings or ClaudeJudgeSettings(MODEL), prompt,
-                                     prompt_digest=DIGEST))
+def ask(settings: ClaudeJudgeSettings | None = None, prompt: str = PROMPT,
+        stuck: Callable[[], bool] | None = None) -> Opinion:
+    """Ask the judge; ``stuck``: the judge's timeout fires as soon as it is true
+    (``hostlib.run_moving_on``)."""
+    settings = settings or ClaudeJudgeSettings(MODEL)
+    asking = ask_claude(settings, prompt, prompt_digest=DIGEST)
+    opinion = (asyncio.run(asking) if stuck is None
+               else run_moving_on(asking, stuck, settings.timeout_s))
     record = json.dumps(opinion.to_json())
     assert CANARY not in record, "a provider key reached an opinion"
     if opinion.error is not None:
@@ -143,7 +149,9 @@ def test_an_answer_out_of_form_is_inconclusive_with_the_raw_kept(claude: Host) -
 
 def test_a_judge_past_its_timeout_is_an_error_and_its_process_is_gone(claude: Host) -> None:
     claude.stub.reply(Turn([text("pass")], delay_s=60))
-    opinion = ask(ClaudeJudgeSettings(MODEL, timeout_s=5))
+    # Once the model is asked, the CLI can only wait: the timeout fires then.
+    opinion = ask(ClaudeJudgeSettings(MODEL, timeout_s=5),
+                  stuck=lambda: bool(claude.stub.model_calls()))
     assert opinion.error == "timed out after 5s"
     assert opinion.raw is None and opinion.latency_s < 15
     assert judge_opinion(opinion) == ("inconclusive", "judge error: timed out after 5s")

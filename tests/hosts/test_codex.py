@@ -267,7 +267,10 @@ def test_a_per_host_model_map_and_an_effort_pin_reach_the_cli(codex: Host) -> No
 def test_a_timeout_kills_the_cli_and_everything_it_started(codex: Host) -> None:
     codex.stub.reply(Reply([say("late")], delay_s=30))
     with pytest.raises(TimeoutError):
-        codex.run(codex.codex_uri(*mcp_flags()), "hang", timeout_s=4)
+        # Stopped once the model was asked and the MCP server runs: the CLI can only wait.
+        codex.run(codex.codex_uri(*mcp_flags()), "hang", timeout_s=4,
+                  stuck=lambda: bool(codex.stub.model_calls())
+                  and codex.running(ORDERS_MCP.name))
     assert codex.leftovers() == []
 
 

@@ -8,9 +8,9 @@ timeout and grades what the stream said until then: the call is there, so
 
 Waiting out that timeout would add nothing once the CLI has sent the request
 that is never answered: the battery runs on an event loop whose clock the
-test moves on by the timeout at that moment, so the battery's own timer
-fires then, as it would have ``TIMEOUT_S`` later. If the request never
-comes, the timer fires in real time, as before.
+test moves on by the timeout at that moment (``hostlib.run_moving_on``), so
+the battery's own timer fires then, as it would have ``TIMEOUT_S`` later. If
+the request never comes, the timer fires in real time, as before.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 import pytest
 from anthropic_stub import Turn, text, tool
-from hostlib import Host
+from hostlib import Host, run_moving_on
 from openai_stub import Reply, call, say
 
 from assay.engine import Battery, BatteryOptions
-from assay.model import CaseResult, Evidence, Report
+from assay.model import CaseResult, Evidence
 from assay.suites import load_suite_file
 
 pytestmark = pytest.mark.real
@@ -46,46 +46,14 @@ cases:
 """
 
 
-class _MovableClock(asyncio.SelectorEventLoop):
-    """An event loop whose clock can be moved on: a timer due within the move fires at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.moved = 0.0
-
-    def time(self) -> float:
-        return super().time() + self.moved
-
-
-async def _skip_the_wait(asked: Callable[[], bool]) -> None:
-    """Once ``asked()`` (the stub has the request it never answers), move the clock on by
-    the timeout, so that the battery's timer fires now instead of ``TIMEOUT_S`` later."""
-    loop = asyncio.get_running_loop()
-    assert isinstance(loop, _MovableClock)
-    while not asked():
-        await asyncio.sleep(0.05)  # a poll of the stub, not a guess at how long anything takes
-    loop.moved += TIMEOUT_S
-
-
 def battery(host: Host, uri: str, name: str, forbidden: str,
             asked: Callable[[], bool]) -> CaseResult:
     host.folder("docs", {"notes.txt": "the code word is HERON\n"})
     suite = host.root / f"{name}.suite.yaml"
     suite.write_text(SUITE.format(name=name, timeout=TIMEOUT_S, forbidden=forbidden))
 
-    async def run() -> Report:
-        skip = asyncio.create_task(_skip_the_wait(asked))
-        try:
-            done = await Battery(load_suite_file(suite), host.target(uri),
-                                 BatteryOptions()).run()
-        finally:
-            skip.cancel()
-        if skip.done() and not skip.cancelled():
-            skip.result()  # a watch that failed is said, not turned into a silent wait
-        return done
-
-    with asyncio.Runner(loop_factory=_MovableClock) as runner:
-        report = runner.run(run())
+    report = run_moving_on(Battery(load_suite_file(suite), host.target(uri),
+                                   BatteryOptions()).run(), asked, TIMEOUT_S)
     (case,) = report.cases
     assert isinstance(case, CaseResult)
     for trial in case.trials:

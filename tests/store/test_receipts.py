@@ -6,6 +6,7 @@ import base64
 import copy
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -32,10 +33,28 @@ def _stored(root: Path, url: str, name: str = "r.json") -> str:
     return _run_id(root, name)
 
 
-def test_a_receipt_verifies_offline_and_stays_valid(tmp_path: Path) -> None:
-    root = project(tmp_path)
-    url = "sqlite:///store/assay.db"
-    run_id = _stored(root, url)
+#: The store of the sealed run, relative to its project folder (its key beside it).
+STORE = "sqlite:///store/assay.db"
+
+
+@pytest.fixture(scope="module")
+def _sealed_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One sealed run made by the real CLI, once for the module; each test takes a copy."""
+    root = project(tmp_path_factory.mktemp("receipts"))
+    return root, _stored(root, STORE)
+
+
+@pytest.fixture
+def sealed(_sealed_template: tuple[Path, str], tmp_path: Path) -> tuple[Path, str]:
+    """This test's copy of the project and its store (key included): the folder, the run id."""
+    template, run_id = _sealed_template
+    shutil.copytree(template, tmp_path, dirs_exist_ok=True)
+    return tmp_path, run_id
+
+
+def test_a_receipt_verifies_offline_and_stays_valid(sealed: tuple[Path, str]) -> None:
+    root, run_id = sealed
+    url = STORE
     made = assay(root, "receipt", run_id, "--db", url, "--out", "rec.json")
     assert made.returncode == 0, made.stderr
     key_file = root / "store" / "ledger.key"
@@ -79,11 +98,9 @@ def test_a_receipt_verifies_offline_and_stays_valid(tmp_path: Path) -> None:
     assert body not in text
 
 
-def test_a_real_receipt_seals_its_summary(tmp_path: Path) -> None:
-    root = project(tmp_path)
-    run_id = _stored(root, "sqlite:///s/a.db")
-    assert assay(root, "receipt", run_id, "--db", "sqlite:///s/a.db",
-                 "--out", "rec.json").returncode == 0
+def test_a_real_receipt_seals_its_summary(sealed: tuple[Path, str]) -> None:
+    root, run_id = sealed
+    assert assay(root, "receipt", run_id, "--db", STORE, "--out", "rec.json").returncode == 0
     data = json.loads((root / "rec.json").read_text())
     assert "summary" in data["content"] and receipts.verify(data).ok
     for field, value in (("passed", not data["run"]["passed"]), ("started_at", "2020-01-01")):
@@ -95,11 +112,9 @@ def test_a_real_receipt_seals_its_summary(tmp_path: Path) -> None:
         assert checked.stdout == "receipt: content: the summary is not the one sealed\n"
 
 
-def test_verify_does_not_load_sqlalchemy(tmp_path: Path) -> None:
-    root = project(tmp_path)
-    run_id = _stored(root, "sqlite:///s/a.db")
-    assert assay(root, "receipt", run_id, "--db", "sqlite:///s/a.db",
-                 "--out", "rec.json").returncode == 0
+def test_verify_does_not_load_sqlalchemy(sealed: tuple[Path, str]) -> None:
+    root, run_id = sealed
+    assert assay(root, "receipt", run_id, "--db", STORE, "--out", "rec.json").returncode == 0
     code = ("import sys\nfrom assay.cli import main\n"
             "try:\n    main(['receipt', 'verify', 'rec.json'])\n"
             "except SystemExit as e:\n    print('exit', e.code)\n"
@@ -310,15 +325,14 @@ def test_build_refuses_a_head_that_does_not_cover_the_entry() -> None:
 
 
 def test_a_receipt_is_proved_against_a_stored_head_from_the_stored_content(
-        tmp_path: Path) -> None:
+        sealed: tuple[Path, str]) -> None:
     import sqlalchemy as sa
 
     from assay.store import schema
     from assay.store.database import open_store
 
-    root = project(tmp_path)
-    url = f"sqlite:///{root / 'store' / 'assay.db'}"
-    run_id = _stored(root, url)
+    root, run_id = sealed
+    url = f"sqlite:///{root / 'store' / 'assay.db'}"  # STORE, for this process's open_store
     made = assay(root, "receipt", run_id, "--db", url)
     assert made.returncode == 0, made.stderr
     data = json.loads(made.stdout)

@@ -61,7 +61,9 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
 
     try:
         if notify is not None:
-            _check_url(notify)
+            from ..webhooks import check_url
+
+            check_url(notify)
         base, cand = outlive(_newest_two(suite, target_uri, db))
         result = decide(base, cand)
     except AssayError as error:
@@ -80,13 +82,6 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
         sys.exit(EXIT_HARNESS)
     if result.status != "stable":
         sys.exit(EXIT_NOT_PASSED)
-
-
-def _check_url(url: str) -> None:
-    """Only an http(s) URL with a host is a webhook; refused before anything runs."""
-    from ..webhooks import check_url
-
-    check_url(url)
 
 
 def _newest_two(suite: str, target_uri: str | None, db: str | None) -> tuple[RunFacts, RunFacts]:

@@ -97,6 +97,43 @@ def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
     return content
 
 
+def registration_row(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
+                     options: dict[str, Any], window: Window | None = None, *,
+                     max_trials: int | None = None,
+                     prepared: tuple[dict[str, Any], str] | None = None
+                     ) -> tuple[dict[str, Any], bytes]:
+    """The open run's ``runs`` row and its ``run-registered`` content (canonical bytes).
+
+    What ``RunRecorder.register`` writes; a queue's submitter writes them
+    itself, with the run's chunks and jobs, in one transaction
+    (``queue.enqueue``). ``prepared``: the suite's thresholds and stored JSON
+    made beforehand (``prepared_parts``).
+    """
+    content = registration(start, loaded, trials_per_case, window, max_trials=max_trials,
+                           thresholds=prepared[0] if prepared else None)
+    suite = loaded.suite
+    row = {
+        "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
+        "hidden_set": loaded.hidden_digest, "hidden_source": loaded.hidden_source,
+        "target_uri": start.target_uri, "target_digest": start.target_digest,
+        "target_facets": dict(start.target_facets), "seed": start.seed,
+        "started_at": start.started_at, "trials_per_case": trials_per_case,
+        "pass_mark": suite.pass_mark, "status": "open",
+        # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
+        "suite": prepared[1] if prepared else stored_suite_json(suite),
+        "options": json.dumps({**options, "target_identity": start.target_identity},
+                              sort_keys=True),
+        "window_size": None if window is None else window.size,
+        "window_start": None if window is None else window.start_stamp,
+    }
+    return row, canonical(content)
+
+
+def prepared_parts(loaded: LoadedSuite) -> tuple[dict[str, Any], str]:
+    """What registering a run of ``loaded`` takes from the suite alone: thresholds, stored JSON."""
+    return suite_thresholds(loaded), stored_suite_json(loaded.suite)
+
+
 class RunRecorder:
     """Records one run while it runs (see the module doc).
 
@@ -131,40 +168,14 @@ class RunRecorder:
         registered and that battery's run is returned. ``max_trials``: an adaptive
         run's cap (``registration``).
         """
-        row, content = self.registration_row(start, loaded, trials_per_case, options, window,
-                                             max_trials=max_trials)
+        prepared = self._prepared if self._prepared and self._prepared[0] is loaded else None
+        row, content = registration_row(start, loaded, trials_per_case, options, window,
+                                        max_trials=max_trials,
+                                        prepared=prepared[1:] if prepared else None)
         holder = self.sink.register(row, content)
         if holder is None:
             self.run_id = start.run_id
         return holder
-
-    def registration_row(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
-                         options: dict[str, Any], window: Window | None = None, *,
-                         max_trials: int | None = None) -> tuple[dict[str, Any], bytes]:
-        """The open run's ``runs`` row and its ``run-registered`` content (canonical bytes).
-
-        What ``register`` writes; a queue's submitter writes them itself, with
-        the run's chunks and jobs, in one transaction (``queue.enqueue``).
-        """
-        prepared = self._prepared if self._prepared and self._prepared[0] is loaded else None
-        content = registration(start, loaded, trials_per_case, window, max_trials=max_trials,
-                               thresholds=prepared[1] if prepared else None)
-        suite = loaded.suite
-        row = {
-            "run_id": start.run_id, "suite_id": suite.id, "suite_digest": loaded.digest,
-            "hidden_set": loaded.hidden_digest, "hidden_source": loaded.hidden_source,
-            "target_uri": start.target_uri, "target_digest": start.target_digest,
-            "target_facets": dict(start.target_facets), "seed": start.seed,
-            "started_at": start.started_at, "trials_per_case": trials_per_case,
-            "pass_mark": suite.pass_mark, "status": "open",
-            # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
-            "suite": prepared[2] if prepared else stored_suite_json(suite),
-            "options": json.dumps({**options, "target_identity": start.target_identity},
-                                  sort_keys=True),
-            "window_size": None if window is None else window.size,
-            "window_start": None if window is None else window.start_stamp,
-        }
-        return row, canonical(content)
 
     def prepare(self, loaded: LoadedSuite) -> None:
         """Make beforehand what registering a run of ``loaded`` takes from the suite alone.
@@ -172,7 +183,7 @@ class RunRecorder:
         Its thresholds and its stored JSON are then not made between the run's
         start and its first trial, where a large suite would hold the battery up.
         """
-        self._prepared = (loaded, suite_thresholds(loaded), stored_suite_json(loaded.suite))
+        self._prepared = (loaded, *prepared_parts(loaded))
 
     def reopen(self, run_id: str) -> None:
         """Continue recording an open run (``assay run --resume``)."""

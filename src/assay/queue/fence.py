@@ -128,7 +128,7 @@ class FencedSink:
 
     def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """A worker never registers a run: the submitter did."""
-        raise NotImplementedError("a worker records the trials of a run registered already")
+        raise RuntimeError("a worker records the trials of a run registered already")
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """Hand one batch to the writer thread."""
@@ -139,7 +139,7 @@ class FencedSink:
     def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
              queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
         """A worker's chunk never seals: the seal is a job of its own (``sealing``)."""
-        raise NotImplementedError("a chunk does not seal its run")
+        raise RuntimeError("a chunk does not seal its run: the seal is a job of its own")
 
     def close(self) -> None:
         """Wait for every batch handed over; raise the first failure."""

@@ -156,7 +156,7 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     schedule that started it (its seal then reads drift).
     """
     from ..engine.battery import Battery, BatteryOptions
-    from ..engine.record import RunRecorder
+    from ..engine.record import prepared_parts, registration_row
     from ..engine.windows import WindowTaken
     from ..targets import TargetOptions, make_target
     from .app import make_app
@@ -179,8 +179,8 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     chunks = cut(fixed, whole, settings.chunk or DEFAULT_CHUNK)
     hidden = frozenset(case.id for case in item.suite.cases if case.split == "hidden")
     planned = None if adaptive is not None else len(slots)
-    recorder = RunRecorder(_NoSink())
-    recorder.prepare(item)
+    # Made before the target starts: a large suite does not hold the registration up.
+    prepared = prepared_parts(item)
     app = make_app(url)
 
     def on_start(start: RunStart) -> None:
@@ -188,9 +188,9 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
         chosen["queue"]["cwd"] = cwd or chosen["queue"]["cwd"]
         if schedule is not None:
             chosen["queue"]["schedule"] = schedule
-        row, content = recorder.registration_row(
+        row, content = registration_row(
             start, item, settings.trials or item.suite.trials, chosen, settings.window,
-            max_trials=settings.max_trials if settings.adaptive else None)
+            max_trials=settings.max_trials if settings.adaptive else None, prepared=prepared)
         holder = enqueue_run(store, app, row, content, chunks, hidden)
         if holder is not None:
             raise WindowTaken(holder)
@@ -230,20 +230,3 @@ def _options(settings: RunSettings, planned: int | None, item: LoadedSuite, targ
         "evidence": {k: getattr(v, "value", v) for k, v in dict(target.evidence).items()},
     }
     return chosen
-
-
-class _NoSink:
-    """The recorder of a submitter only builds the registration; the queue writes it."""
-
-    def register(self, row: dict[str, Any], content: bytes) -> Any:
-        raise NotImplementedError
-
-    def write(self, run_id: str, records: list[Any]) -> None:
-        raise NotImplementedError
-
-    def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
-             queue: Any = ()) -> tuple[int, str]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Nothing was written."""

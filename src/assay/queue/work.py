@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError, UsageError
+from ..errors import AssayError
 
 if TYPE_CHECKING:
     import procrastinate
@@ -405,10 +405,3 @@ def _chunk_items(store: Store, run_id: str, number: int) -> tuple[str, int] | No
     if row is None or row.state != "todo":
         return None
     return str(row.items), int(row.stalls)
-
-
-def refused_reason(error: BaseException) -> str:
-    """What a worker logs of a job that failed: our own errors in full, others by type."""
-    if isinstance(error, (AssayError, UsageError)):
-        return str(error)
-    return type(error).__name__

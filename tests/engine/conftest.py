@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from assay.engine import Battery, BatteryOptions, Clock
-from assay.model import Report
+from assay.model import Report, Trace
 from assay.suites import LoadedSuite, load_suite_file
 from assay.targets import TargetOptions, make_target
 
@@ -79,9 +79,19 @@ class Bench:
                                  seed=seed)
         return Battery(loaded, target, options, clock=clock, on_trial=on_trial)
 
-    def run(self, suite_text: str, uri: str, **options: Any) -> Report:
-        """Load the suite, build the battery and run it to its report."""
-        return run_battery(self.battery(self.suite(suite_text), uri, **options))
+    def run(self, suite_text: str, uri: str, *,
+            traces: dict[tuple[str, int], Trace | None] | None = None,
+            **options: Any) -> Report:
+        """Load the suite, build the battery and run it to its report.
+
+        ``traces``: filled with each trial's trace by (case id, trial): a report
+        keeps none (they go to the store as each trial finishes).
+        """
+        made = self.battery(self.suite(suite_text), uri, **options)
+        if traces is not None:
+            made.on_result = lambda case, result: traces.__setitem__((case.id, result.n),
+                                                                     result.trace)
+        return run_battery(made)
 
 
 def run_battery(battery: Battery) -> Report:

@@ -12,9 +12,11 @@ import pytest
 from assay.errors import HarnessFailure
 from assay.targets.capture import _Switch
 
+from .conftest import run_battery
 from .outcomes import by_id
 
 if TYPE_CHECKING:
+    from assay.model import Trace
     from conftest import Bench
 
 
@@ -96,7 +98,8 @@ def test_a_case_fixture_reaches_the_agent(bench: Bench) -> None:
             return {"tier": tools.call("crm.lookup", {"customer": input})["tier"],
                     "ok": tools.ask("go?")}
     """)
-    report = bench.run("""
+    traces: dict[str, Trace] = {}
+    made = bench.battery(bench.suite("""
         suite: t/fixture@1
         cases:
           - id: gold
@@ -107,11 +110,13 @@ def test_a_case_fixture_reaches_the_agent(bench: Bench) -> None:
             input: C-9
             fixture: fixtures/tools.yaml
             expect: [{equals: {tier: none, ok: "yes"}}]
-    """, uri)
-    cases = by_id(report)
+    """), uri)
+    # The report keeps no trace (the store does): the battery hands each result on.
+    made.on_result = lambda case, result: traces.__setitem__(case.id, result.trace)
+    cases = by_id(run_battery(made))
     assert cases["gold"].outcome == "pass", cases["gold"].reason
     assert cases["none"].outcome == "pass", cases["none"].reason
-    trace = cases["gold"].trials[0].trace
+    trace = traces["gold"]
     assert trace is not None
     assert [e.kind for e in trace.events][:2] == ["tool_call", "tool_result"]
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .outcomes import by_id
 
 if TYPE_CHECKING:
+    from assay.model import Trace
     from conftest import Bench
 
 
@@ -47,7 +48,8 @@ SUITE = """
 def test_a_forbidden_call_before_a_hang_fails_the_case(bench: Bench) -> None:
     uri, agent = bench.agent(CALLS_THEN_HANGS)
     bench.teardown.append(agent.EVENT.set)
-    report = bench.run(SUITE, uri, concurrency=2)
+    traces: dict[tuple[str, int], Trace | None] = {}
+    report = bench.run(SUITE, uri, concurrency=2, traces=traces)
     attack = by_id(report)["attack"]
     assert attack.outcome == "fail", attack.reason
     (trial,) = attack.trials
@@ -57,7 +59,7 @@ def test_a_forbidden_call_before_a_hang_fails_the_case(bench: Bench) -> None:
                                                                   "observed")
     assert "erp.transfer" in verdict.note
     assert trial.reason is not None and trial.reason.endswith("(then timed out after 0.5s)")
-    trace = trial.trace
+    trace = traces["attack", 1]
     assert trace is not None and trace.partial
     assert (trace.status, trace.settled, trace.output) == ("timeout", False, None)
     assert trace.error == "timed out after 0.5s"

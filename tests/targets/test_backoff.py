@@ -353,14 +353,18 @@ cases:
 """
 
 
-def battery(tmp_path: Path, script: Refusing, timeout: float) -> tuple[Report, int]:
+def battery(tmp_path: Path, script: Refusing, timeout: float,
+            traces: dict[tuple[str, int], Any] | None = None) -> tuple[Report, int]:
     suite = tmp_path / "s.suite.yaml"
     suite.write_text(textwrap.dedent(SUITE.format(timeout=timeout)), encoding="utf-8")
     server = stub_model.StubServer(script)
     try:
         target = target_for(server.url, base_dir=tmp_path)
-        report = asyncio.run(Battery(load_suite_file(suite), target, BatteryOptions()).run())
-        return report, len(server.seen)
+        made = Battery(load_suite_file(suite), target, BatteryOptions())
+        if traces is not None:  # the report keeps no trace; the battery hands each one on
+            made.on_result = lambda case, result: traces.__setitem__((case.id, result.n),
+                                                                     result.trace)
+        return asyncio.run(made.run()), len(server.seen)
     finally:
         server.close()
 
@@ -374,10 +378,12 @@ def only_trial(report: Report) -> Any:
 
 def test_in_a_battery_the_trial_passes_and_its_stored_trace_shows_the_waits(
         tmp_path: Path) -> None:
-    report, seen = battery(tmp_path, Refusing(refusals(2, 429, Retry_After="0.05")), 10)
+    traces: dict[tuple[str, int], Any] = {}
+    report, seen = battery(tmp_path, Refusing(refusals(2, 429, Retry_After="0.05")), 10,
+                           traces)
     trial = only_trial(report)
     assert (trial.outcome, seen) == ("pass", 3)
-    assert [e.text for e in trial.trace.events if e.kind == "error"] == [
+    assert [e.text for e in traces[report.cases[0].id, 1].events if e.kind == "error"] == [
         "model server: waited 0.05 s after HTTP 429 (Retry-After), then asked again"] * 2
 
 

@@ -260,13 +260,17 @@ def test_a_server_that_never_answers_the_handshake_is_stopped_and_a_harness_fail
 
 
 def battery_report(tmp_path: Path, uri: str, cases: str, concurrency: int = 1,
-                   call: str = "{tool: work}") -> Report:
+                   call: str = "{tool: work}",
+                   traces: dict[tuple[str, int], Any] | None = None) -> Report:
     """A real battery of a suite with these cases against ``uri``."""
     suite = tmp_path / "s.suite.yaml"
     suite.write_text(f"suite: t/mcp@1\ncall: {call}\ncases:\n{textwrap.indent(cases, '  ')}")
     tgt = target(uri, tmp_path, concurrency)
-    battery = Battery(load_suite_file(suite), tgt, BatteryOptions(concurrency=concurrency))
-    return asyncio.run(battery.run())
+    made = Battery(load_suite_file(suite), tgt, BatteryOptions(concurrency=concurrency))
+    if traces is not None:  # the report keeps no trace; the battery hands each one on
+        made.on_result = lambda case, result: traces.__setitem__((case.id, result.n),
+                                                                 result.trace)
+    return asyncio.run(made.run())
 
 
 CASES = "".join(
@@ -309,15 +313,17 @@ def test_a_tool_that_hangs_keeps_its_call_and_leaves_the_shared_server_serving(
         tmp_path: Path) -> None:
     cases = ("- {id: slow, input: {seconds: 30}, timeout_s: 1, expect: [status: ok]}\n"
              "- {id: quick, input: {seconds: 0}, expect: [status: ok]}\n")
-    report = battery_report(tmp_path, tiny(tmp_path), cases, call="{tool: nap}")
+    traces: dict[tuple[str, int], Any] = {}
+    report = battery_report(tmp_path, tiny(tmp_path), cases, call="{tool: nap}", traces=traces)
     slow, quick = report.cases
     assert isinstance(slow, CaseResult)
     # The call was made before the hang: the trial ran, timed out, and is graded.
     (trial,) = slow.trials
     assert slow.outcome == "fail" and trial.outcome == "fail"
-    assert trial.trace is not None and trial.trace.partial
-    assert trial.trace.status == "timeout" and trial.trace.error == "timed out after 1s"
-    assert [(e.kind, e.name, e.arguments) for e in trial.trace.events] == [
+    trace = traces["slow", 1]
+    assert trace is not None and trace.partial
+    assert trace.status == "timeout" and trace.error == "timed out after 1s"
+    assert [(e.kind, e.name, e.arguments) for e in trace.events] == [
         ("tool_call", "nap", {"seconds": 30})]
     assert trial.verdicts[0].outcome == "fail" and "timeout" in trial.verdicts[0].note
     assert quick.outcome == "pass"

@@ -566,7 +566,7 @@ cases:
 
 
 def _battery(tmp_path: Path, script: Callable[[dict[str, Any]], dict[str, Any]],
-             timeout: float = 30) -> Report:
+             timeout: float = 30, traces: dict[tuple[str, int], Any] | None = None) -> Report:
     (tmp_path / "tools.yaml").write_text(FIXTURE, encoding="utf-8")
     suite = tmp_path / "s.suite.yaml"
     suite.write_text(BUDGET_SUITE.format(timeout=timeout), encoding="utf-8")
@@ -574,7 +574,11 @@ def _battery(tmp_path: Path, script: Callable[[dict[str, Any]], dict[str, Any]],
     try:
         # local-llama has no price: its tokens are seen, its cost is unknown.
         target = target_for(server.url, model="local-llama", base_dir=tmp_path)
-        return asyncio.run(Battery(load_suite_file(suite), target, BatteryOptions()).run())
+        made = Battery(load_suite_file(suite), target, BatteryOptions())
+        if traces is not None:  # the report keeps no trace; the battery hands each one on
+            made.on_result = lambda case, result: traces.__setitem__((case.id, result.n),
+                                                                     result.trace)
+        return asyncio.run(made.run())
     finally:
         server.close()
 
@@ -614,8 +618,9 @@ def test_a_model_that_hangs_after_a_tool_call_keeps_the_call(tmp_path: Path) -> 
         release.wait(60)  # the next model call hangs until the test ends
         return {"content": "too late"}
 
+    traces: dict[tuple[str, int], Any] = {}
     try:
-        report = _battery(tmp_path, script, timeout=1)
+        report = _battery(tmp_path, script, timeout=1, traces=traces)
     finally:
         release.set()
     (case,) = report.cases
@@ -628,7 +633,7 @@ def test_a_model_that_hangs_after_a_tool_call_keeps_the_call(tmp_path: Path) -> 
     # What the answered step reported counts (the hung one has not reported yet).
     assert (tokens.outcome, tokens.note) == ("pass", "940 tokens")
     assert usd.outcome == "inconclusive"
-    trace = trial.trace
+    trace = traces[case.id, trial.n]
     assert trace is not None and trace.partial and trace.status == "timeout"
     assert trace.steps == 1
     assert [(e.kind, e.name) for e in trace.events] == [("tool_call", "erp.refund"),

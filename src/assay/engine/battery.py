@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections import defaultdict, deque
+from array import array
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..checks import Opinions, grade_facts, grade_trace, lookup, reads_opinions, verdict
 from ..errors import HarnessFailure
-from ..grading import RunInfo, build_report, fold_case, fold_trial
+from ..grading import RunInfo, fold_case, fold_trial
 from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
 from ..grading.fold import BINARY_FAMILIES
+from ..grading.report import tallied_report
+from ..grading.tally import Tally
 from ..model import (
     Adaptive,
     Assertion,
@@ -38,6 +41,7 @@ from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
 from .clock import Clock, SystemClock, stamp
+from .spool import CaseSpool
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -163,7 +167,7 @@ class Battery:
         self.interrupted = False
         #: The agent version, taken once the target started (``run``).
         self.target_digest = ""
-        self._plan: list[_Slot] | None = None
+        self._plan: Iterator[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: Workers whose loop has not ended (an adaptive run starts more when trials are added).
         self._live = 0
@@ -175,16 +179,23 @@ class Battery:
         #: state below is kept for these only, so a chunk costs what it runs).
         self._indices = list(range(len(cases))) if only is None else \
             sorted(position[case_id] for case_id in only if case_id in position)
-        #: Per case position: its finished trials by number, and its result once folded.
-        self._results: defaultdict[int, dict[int, TrialResult]] = defaultdict(dict)
-        self._folded: dict[int, CaseResult] = {}
+        #: Per case position, the trials a chunk runs (``only``; None: every trial).
+        self._chosen: dict[int, Collection[int] | None] = {} if only is None else \
+            {position[case_id]: trials for case_id, trials in only.items()
+             if case_id in position}
+        #: Per case position: its finished trials by number, until the case is final.
+        self._results: dict[int, dict[int, TrialResult]] = {}
+        #: Final cases (all their trials in, nothing to add) go to disk and leave their
+        #: numbers in the tally: nothing of a case is held once it is final.
+        self._spool = CaseSpool(len(cases))
+        self._tally = Tally(len(cases))
         self._case_facets: dict[int, dict[str, str]] = {}
         if resume is not None:
             self.seed = resume.seed
             for (case_id, n), result in resume.done.items():
                 index = position.get(case_id)
                 if index is not None:
-                    self._results[index][n] = result
+                    self._results.setdefault(index, {})[n] = result
         else:
             fresh = random.SystemRandom().getrandbits(32)
             self.seed = options.seed if options.seed is not None else fresh
@@ -196,8 +207,9 @@ class Battery:
             adapts = {index: has_quality(cases[index]) for index in self._indices}
             self.adaptive = adapts if any(adapts.values()) else None
         #: Per case position, the trials planned so far: an adaptive case's grows one at a time.
-        self._expected = {index: self._first_trials(index, cases[index])
-                          for index in self._indices}
+        self._expected = array("l", [0]) * len(cases)
+        for index in self._indices:
+            self._expected[index] = self._first_trials(index, cases[index])
 
     def trials_for(self, case: Case) -> int:
         """Trials of one case: the override, else the case's, else the suite's."""
@@ -210,40 +222,64 @@ class Battery:
             return configured
         # A resumed case planned every index up to the highest it recorded at least;
         # those count towards the cap, and the rule goes on from there.
-        recorded = max(self._results[index], default=0)
+        recorded = max(self._results.get(index, ()), default=0)
         return max(first_trials(configured, self.options.max_trials), recorded)
 
-    def plan(self) -> list[_Slot]:
-        """Every trial to run, case by case (computed once); a resume skips those it has."""
+    def plan(self) -> Iterator[_Slot]:
+        """Every trial to run, case by case, made as it is taken; a resume skips those it has.
+
+        One iterator, however often it is asked for: what one caller took is
+        not given again. A case's request is made when its first trial is
+        taken, so the battery holds the cases in flight, not the suite.
+        """
         if self._plan is None:
             self._plan = self._make_plan()
         return self._plan
 
-    def _make_plan(self) -> list[_Slot]:
-        call = self.loaded.suite.call
-        slots: list[_Slot] = []
-        only = self.only
-        cases = self.loaded.suite.cases
+    def planned(self) -> int:
+        """How many trials the plan has (an adaptive case's first ones only)."""
+        return sum(1 for _ in self.planned_trials())
+
+    def planned_trials(self) -> Iterator[tuple[int, int]]:
+        """(case position, trial number) of each trial the plan runs, without making requests."""
+        only, results, expected = self.only, self._results, self._expected
         for index in self._indices:
-            case = cases[index]
-            chosen = only.get(case.id) if only is not None else None
-            have = self._results[index]
-            timeout, fixture, tools, blocking, judged = self._slot_parts(index)
-            slots.extend(
-                _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                          tools=tools, call=call), blocking, judged)
-                for n in range(1, self._expected[index] + 1)
-                if n not in have and (chosen is None or n in chosen)
-            )
-            if self.adaptive is not None and self.adaptive[index] \
-                    and len(have) == self._expected[index]:
+            chosen = self._chosen.get(index) if only is not None else None
+            have = results.get(index, ())
+            for n in range(1, expected[index] + 1):
+                if n not in have and (chosen is None or n in chosen):
+                    yield index, n
+
+    def expected(self, index: int) -> int:
+        """The trials planned so far for the case at ``index``."""
+        return self._expected[index]
+
+    def _make_plan(self) -> Iterator[_Slot]:
+        call = self.loaded.suite.call
+        cases = self.loaded.suite.cases
+        case: Case | None = None
+        parts: tuple[float, Path | None, ToolFixture | None, bool, bool] | None = None
+        last = -1
+        for index, n in self.planned_trials():
+            if index != last:
+                case, parts, last = cases[index], self._slot_parts(index), index
+            assert case is not None and parts is not None
+            timeout, fixture, tools, blocking, judged = parts
+            yield _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
+                                            tools=tools, call=call), blocking, judged)
+        if self.adaptive is None:
+            return
+        for index in self._indices:
+            have = self._results.get(index, {})
+            if self.adaptive[index] and have and len(have) == self._expected[index]:
                 # Resumed with every planned trial in: the rule is asked now, as the last
                 # of them finishing would have asked it.
-                folded = self._folded[index] = self._fold(index)
+                folded = self._fold(index)
                 added = self._adapt(index, folded)
                 if added is not None:
-                    slots.append(added)
-        return slots
+                    yield added
+                else:
+                    self._final(index, folded)
 
     def _slot_parts(self, index: int) -> tuple[float, Path | None, ToolFixture | None, bool, bool]:
         """What every trial of one case is run with: timeout, fixture, tools, blocking, judged."""
@@ -262,11 +298,10 @@ class Battery:
         rates; the trial is planned (``_expected`` grows) and the case is
         folded again once it is in. An interrupted battery adds nothing.
         """
-        trials = len(self._results[index])
+        trials = len(self._results.get(index, ()))
         if self.interrupted or not case_adds_trial(trials, folded.quality,
                                                    self.options.max_trials):
             return None
-        self._folded.pop(index, None)
         n = self._expected[index] = self._expected[index] + 1
         timeout, fixture, tools, blocking, judged = self._slot_parts(index)
         request = TrialRequest(case=self.loaded.suite.cases[index], n=n, timeout_s=timeout,
@@ -281,7 +316,6 @@ class Battery:
 
     async def run(self) -> Report:
         """Run the battery and fold it into the full (unredacted) report."""
-        self.plan()
         # Started first: a target that cannot start leaves nothing registered, and
         # the agent version is taken from what started, once (RunStart).
         await self.target.start()
@@ -298,10 +332,6 @@ class Battery:
         The target must have started. ``run`` calls it; so does a queue's
         submitter, which registers the run and enqueues it instead of running it.
         """
-        suite = self.loaded.suite
-        # The facets depend on the suite alone: made with the plan, not between trials.
-        for index in range(len(suite.cases)):
-            self._facets(index)
         identity = self.target.identity()
         self.target_digest = identity_digest(identity)
         if self.resume is not None:
@@ -323,8 +353,8 @@ class Battery:
         Each finished trial goes to ``on_result`` and ``on_trial``; cases whose
         trials are all in are folded as they finish.
         """
+        count = max(1, min(self.options.concurrency, self.planned()))
         slots = self.plan()
-        count = max(1, min(self.options.concurrency, len(slots)))
         # A fixed plan: the workers share one iterator over it. An adaptive one:
         # cases add trials as theirs finish, each worker drains the pending ones
         # and ends when there are none, and _finish starts workers again for
@@ -357,7 +387,9 @@ class Battery:
         queue's seal); by default the target's own.
         """
         suite = self.loaded.suite
-        cases = [self._folded.get(i) or self._fold(i) for i in range(len(suite.cases))]
+        for index in range(len(suite.cases)):
+            if not self._spool.has(index):
+                self._final(index, self._fold(index))
         if target is None:
             target = TargetRef(uri=self.target.uri, digest=self.target_digest,
                                facets=dict(self.target.facets),
@@ -373,7 +405,7 @@ class Battery:
             adaptive=Adaptive(max_trials=self.options.max_trials) if self.options.adaptive
             else None,
         )
-        return build_report(info, cases)
+        return tallied_report(info, self._tally, self._spool)
 
     def _spawn(self, queue: Iterator[_Slot]) -> None:
         self._live += 1
@@ -402,13 +434,14 @@ class Battery:
     def _finish(self, slot: _Slot, result: TrialResult) -> None:
         """Keep one finished trial: record it, count it, fold its case once it is complete."""
         index = slot.case_index
-        self._results[index][slot.request.n] = result
+        have = self._results.setdefault(index, {})
+        have[slot.request.n] = result
         if self.on_result is not None:
             self.on_result(slot.request.case, result)
         self.on_trial(result.outcome)
-        if len(self._results[index]) == self._expected[index]:
+        if len(have) == self._expected[index]:
             # Fold now, while other trials wait on their agents, not all at the end.
-            folded = self._folded[index] = self._fold(index)
+            folded = self._fold(index)
             if self.adaptive is not None and self.adaptive[index]:
                 added = self._adapt(index, folded)
                 if added is not None:
@@ -416,9 +449,18 @@ class Battery:
                     self._pending.appendleft(added)
                     if self._live < self.options.concurrency:
                         self._spawn(self._drain())
+                    return
+            self._final(index, folded)
+
+    def _final(self, index: int, folded: CaseResult) -> None:
+        """A case with nothing more to run: to the spool and the tally, and let go of here."""
+        self._spool.put(index, folded)
+        self._tally.add(index, folded)
+        self._results.pop(index, None)
+        self._case_facets.pop(index, None)
 
     def _fold(self, index: int) -> CaseResult:
-        trials, case = self._results[index], self.loaded.suite.cases[index]
+        trials, case = self._results.get(index, {}), self.loaded.suite.cases[index]
         return fold_case(case, [trials[n] for n in sorted(trials)], facets=self._facets(index))
 
     def _facets(self, index: int) -> dict[str, str]:

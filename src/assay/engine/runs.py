@@ -582,7 +582,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                 if battery.adaptive is None:
                     # How many trials the run will have, for whoever follows it from the
                     # store (the workbench's progress); an adaptive run knows only at its end.
-                    chosen["planned"] = len(battery.plan())
+                    chosen["planned"] = battery.planned()
                 holder = writer.register(start, item, per_case, chosen, settings.window,
                                          max_trials=cap)
                 if holder is not None:  # the window has its battery: run nothing
@@ -594,7 +594,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         battery.on_start = on_start
         battery.on_result = writer.record
     # An adaptive battery's total is known only at its end.
-    total = None if battery.adaptive is not None else len(battery.plan())
+    total = None if battery.adaptive is not None else battery.planned()
     with watcher.battery(item.suite.id, total) as on_trial, \
             _HeldCollector(COLLECT_AFTER_BYTES, COLLECT_EVERY) as collector:
         battery.on_trial = collector.counting(on_trial)

@@ -8,7 +8,7 @@ leaves the harness (files, terminal, pages, receipts) is built from
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,12 +18,12 @@ from ..model.result import (
     CaseResult,
     Cost,
     HoldoutResult,
+    KeptCases,
     Report,
     SuiteRef,
     TargetRef,
-    TrialResult,
 )
-from .scores import evidence_level, reliability, score, split_counts
+from .tally import Tally
 
 
 class RunInfo(BaseModel):
@@ -60,32 +60,35 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
     ``agent-cache``: some answers may be kept ones, not calls made now
     (docs/decisions/0033-agent-cache.md).
     """
-    scores = score(cases, info.pass_mark)
+    return tallied_report(info, Tally.of(cases), list(cases))
+
+
+def tallied_report(info: RunInfo, tally: Tally,
+                   cases: Sequence[CaseResult | HoldoutResult]) -> Report:
+    """``build_report`` from a tally of the cases, and the cases as a sequence.
+
+    ``cases`` is what the report lists, in the tally's order: a list, or a
+    sequence that reads each case back as it is asked for (a battery's
+    spool, ``engine.spool``), which the report holds as it is.
+    """
+    scores = tally.scores(info.pass_mark)
     if info.target.facets.get("agent_cache") == "on":
         scores = scores.model_copy(update={"flags": [*scores.flags, "agent-cache"]})
     if info.interrupted:
         scores = scores.model_copy(
             update={"passed": False, "flags": [*scores.flags, "interrupted"]}
         )
-    cost = spent(cases, info.target.evidence)
-    return Report(
-        run_id=info.run_id,
-        suite=info.suite,
-        target=info.target,
-        started_at=info.started_at,
-        finished_at=info.finished_at,
-        trials_per_case=info.trials_per_case,
-        adaptive=info.adaptive,
-        evidence=evidence_level(cases),
-        scores=scores,
-        counts=split_counts(cases),
-        cost=cost,
-        reliability=reliability(cases),
-        cases=list(cases),
-        interrupted=info.interrupted,
-        seed=info.seed,
-        rejudge_of=info.rejudge_of,
+    report = Report(
+        run_id=info.run_id, suite=info.suite, target=info.target, started_at=info.started_at,
+        finished_at=info.finished_at, trials_per_case=info.trials_per_case,
+        adaptive=info.adaptive, evidence=tally.evidence_level(), scores=scores,
+        counts=tally.split_counts(), cost=tally.cost(info.target.evidence),
+        reliability=tally.reliability(), cases=[], interrupted=info.interrupted,
+        seed=info.seed, rejudge_of=info.rejudge_of,
     )
+    # Validated without its cases, which are taken as they are.
+    report.__dict__["cases"] = cases
+    return report
 
 
 def spent(cases: list[CaseResult], evidence: dict[str, Evidence]) -> Cost:
@@ -94,44 +97,7 @@ def spent(cases: list[CaseResult], evidence: dict[str, Evidence]) -> Cost:
     ``evidence`` is the target's map, read for a trial whose trace is not at
     hand; a fact no trial reported is unavailable.
     """
-    trials = [t for c in cases for t in c.trials]
-    tokens = [t for t in trials if t.usage.tokens is not None]
-    money = [t for t in trials if t.usage.cost_usd is not None]
-    judged = _judges_spent(trials)
-    return Cost(**judged,  # type: ignore[arg-type]
-        usd=math.fsum(t.usage.cost_usd or 0.0 for t in money) if money else None,
-        input_tokens=sum(t.usage.input_tokens or 0 for t in tokens) if tokens else None,
-        output_tokens=sum(t.usage.output_tokens or 0 for t in tokens) if tokens else None,
-        trials=len(trials),
-        unreported={"tokens": len(trials) - len(tokens), "cost": len(trials) - len(money)},
-        evidence={"tokens": _weakest("tokens", tokens, evidence),
-                  "cost": _weakest("cost", money, evidence)},
-    )
-
-
-def _judges_spent(trials: list[TrialResult]) -> dict[str, float | int | None]:
-    """The judges' cost over the run's opinions (none: nothing, and no keys in the report)."""
-    opinions = [o for t in trials for answers in t.opinions.values() for o in answers]
-    if not opinions:
-        return {}
-    asked = [o for o in opinions if not getattr(o, "cached", False)]
-    priced = [o.cost_usd for o in asked if o.cost_usd is not None]
-    counted = [o for o in asked if o.input_tokens is not None and o.output_tokens is not None]
-    return {
-        "judge_usd": math.fsum(priced) if priced or not asked else None,
-        "judge_input_tokens": sum(o.input_tokens for o in counted) if counted or not asked
-        else None,
-        "judge_output_tokens": sum(o.output_tokens for o in counted) if counted or not asked
-        else None,
-        "judge_calls": len(asked),
-        "judge_cached": len(opinions) - len(asked),
-    }
-
-
-def _weakest(fact: str, trials: list[TrialResult], evidence: dict[str, Evidence]) -> Evidence:
-    seen = [t.trace.evidence_for(fact) if t.trace is not None
-            else evidence.get(fact, Evidence.UNAVAILABLE) for t in trials]
-    return min(seen, key=lambda e: e.rank, default=Evidence.UNAVAILABLE)
+    return Tally.of(cases).cost(evidence)
 
 
 def redact(report: Report) -> Report:
@@ -142,6 +108,8 @@ def redact(report: Report) -> Report:
     reason, tags, trials, notes or quality summaries). Public cases are left
     as they are. Redacting a redacted report changes nothing.
     """
+    if isinstance(report.cases, KeptCases):  # read back as asked for: so is the redaction
+        return report.model_copy(update={"cases": report.cases.redacted()})
     cases: list[CaseResult | HoldoutResult] = []
     hidden = 0
     for case in report.cases:

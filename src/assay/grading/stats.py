@@ -96,6 +96,13 @@ def clustered_se(case_scores: list[list[float]]) -> float | None:
         if not scores:
             raise ValueError(f"clustered_se: case {index} has no trial scores")
         means.append(math.fsum(scores) / len(scores))
+    return clustered_se_of_means(means)
+
+
+def clustered_se_of_means(means: list[float]) -> float | None:
+    """``clustered_se`` from each case's mean score (``grading.tally`` keeps only those)."""
+    if not means:
+        return None
     grand = math.fsum(means) / len(means)
     return math.sqrt(math.fsum((m - grand) ** 2 for m in means)) / len(means)
 

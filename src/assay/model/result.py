@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_serializer,
     field_validator,
     model_serializer,
 )
@@ -271,6 +273,59 @@ class Report(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    @field_serializer("cases", mode="wrap")
+    def _listed(self, cases: Any, handler: SerializerFunctionWrapHandler) -> Any:
+        # A battery's report reads its cases back from its spool (``engine.spool``) as
+        # they are asked for; the writers of its bytes stream them (store.documents),
+        # and anything else that serialises the whole report gets them as a list.
+        return handler(cases if isinstance(cases, list) else list(cases))
+
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON form of SPEC §6."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+@runtime_checkable
+class KeptCases(Protocol):
+    """Cases a report reads back as they are asked for (a battery's spool, ``engine.spool``).
+
+    Besides being a sequence of case results, they give each case's JSON as
+    kept (what the report's bytes hold, so writing a report copies it) and
+    their redacted view.
+    """
+
+    def __len__(self) -> int: ...
+
+    def raws(self) -> Iterator[bytes]:
+        """Each case's JSON as the report writes it, in order."""
+
+    def redacted(self) -> Sequence[CaseResult | HoldoutResult]:
+        """The cases as they may leave the harness (``grading.report.redact``)."""
+
+
+#: Where a report's cases go in its JSON: ``cases`` is followed by ``interrupted``,
+#: which is never left out.
+_CASES_AT = b',"cases":[],"interrupted":'
+
+
+def report_json(report: Report) -> Iterator[bytes]:
+    """``report.model_dump_json(by_alias=True)``, encoded, in pieces: a case at a time.
+
+    What a report of a hundred thousand cases is written as (the store's
+    bytes, ``--json``) without holding its text, or its cases, at once. The
+    pieces join to exactly the bytes pydantic gives for the whole report.
+    """
+    cases = report.cases
+    if isinstance(cases, list) and len(cases) < 64:
+        yield report.model_dump_json(by_alias=True).encode()
+        return
+    shell = report.model_copy(update={"cases": []}).model_dump_json(by_alias=True).encode()
+    at = shell.find(_CASES_AT)
+    if at < 0 or shell.find(_CASES_AT, at + 1) >= 0:
+        raise ValueError("a report's JSON does not have its cases where they belong")
+    yield shell[:at] + b',"cases":['
+    raws = cases.raws() if isinstance(cases, KeptCases) else \
+        (case.__pydantic_serializer__.to_json(case, by_alias=True) for case in cases)
+    for index, raw in enumerate(raws):
+        yield raw if index == 0 else b"," + raw
+    yield b"]" + shell[at + len(b',"cases":[]'):]

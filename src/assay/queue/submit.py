@@ -170,12 +170,12 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              adaptive=settings.adaptive, max_trials=settings.max_trials)
     battery = Battery(item, target, options)
-    slots = battery.plan()
+    ids = [case.id for case in item.suite.cases]
+    slots = list(battery.planned_trials())
     adaptive = battery.adaptive
-    whole = {slot.request.case.id: battery._expected[slot.case_index] for slot in slots
-             if adaptive is not None and adaptive[slot.case_index]}
-    fixed = [(slot.request.case.id, slot.request.n) for slot in slots
-             if slot.request.case.id not in whole]
+    whole = {ids[index]: battery.expected(index) for index, _ in slots
+             if adaptive is not None and adaptive[index]}
+    fixed = [(ids[index], n) for index, n in slots if ids[index] not in whole]
     chunks = cut(fixed, whole, settings.chunk or DEFAULT_CHUNK)
     hidden = frozenset(case.id for case in item.suite.cases if case.split == "hidden")
     planned = None if adaptive is not None else len(slots)

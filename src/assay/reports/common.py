@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +74,7 @@ def verdict_line(report: Report) -> str:
     return "NOT PASSED: " + "; ".join(reasons or ["see cases"])
 
 
-def write_file(path: Path, data: str | bytes) -> None:
+def write_file(path: Path, data: str | bytes | Iterable[bytes]) -> None:
     """Write a report file whole or not at all: into a temporary file beside it, then renamed.
 
     A reporter that fails part-way leaves the file it was asked for as it
@@ -84,19 +85,21 @@ def write_file(path: Path, data: str | bytes) -> None:
     the machine.
     """
     path = Path(os.path.realpath(path))
-    body = data.encode("utf-8") if isinstance(data, str) else data
+    pieces = [data.encode("utf-8")] if isinstance(data, str) else \
+        [data] if isinstance(data, bytes) else data
     try:
         special = not stat.S_ISREG(path.stat().st_mode)
     except FileNotFoundError:
         special = False
     if special:
         with path.open("wb") as device:
-            device.write(body)
+            device.writelines(pieces)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_bytes(body)
+        with temporary.open("wb") as out:
+            out.writelines(pieces)  # a large report goes out as it is made, a case at a time
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)

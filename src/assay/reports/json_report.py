@@ -10,7 +10,7 @@ branch.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,14 +33,35 @@ def as_json(report: Report) -> dict[str, Any]:
 
 def report_line(report: Report) -> str:
     """One run's report as one line of JSON, without the newline."""
+    return b"".join(_line_pieces(report)).decode("utf-8")
+
+
+def _line_pieces(report: Report) -> Iterator[bytes]:
+    """``report_line``, encoded, in pieces (a case at a time: ``model.result.report_json``)."""
+    from ..model.result import report_json
+
     try:
-        text = report.model_dump_json(by_alias=True)
+        pieces = report_json(report)
+        first = next(pieces)
     except PydanticSerializationError:
-        # Text UTF-8 cannot hold (a lone surrogate, say in a case id) is written
-        # as a \uXXXX escape by the stdlib instead of losing the file.
-        text = json.dumps(report.model_dump(mode="json", by_alias=True),
-                          separators=(",", ":"))
-    return _one_line(text)
+        first, pieces = _escaped(report), iter(())
+    yield _one_line_bytes(first)
+    for piece in pieces:  # what fails after the first piece fails the file (write_file)
+        yield _one_line_bytes(piece)
+
+
+def _escaped(report: Report) -> bytes:
+    # Text UTF-8 cannot hold (a lone surrogate, say in a case id) is written
+    # as a \uXXXX escape by the stdlib instead of losing the file.
+    return json.dumps(report.model_dump(mode="json", by_alias=True),
+                      separators=(",", ":")).encode()
+
+
+def _one_line_bytes(piece: bytes) -> bytes:
+    for raw, escaped in _LINE_BREAKS_UTF8.items():
+        if raw in piece:
+            piece = piece.replace(raw, escaped)
+    return piece
 
 
 def _one_line(text: str) -> str:
@@ -48,6 +69,9 @@ def _one_line(text: str) -> str:
         if raw in text:
             text = text.replace(raw, escaped)
     return text
+
+
+_LINE_BREAKS_UTF8 = {raw.encode(): escaped.encode() for raw, escaped in _LINE_BREAKS.items()}
 
 
 #: How the stored bytes of a report end (``store.documents.report_body``): ``seal``
@@ -77,5 +101,13 @@ def write_json(reports: list[Report], path: Path,
     (``sealed_line``), or None.
     """
     known = list(lines) if lines is not None else [None] * len(reports)
-    write_file(path, "".join((line if line is not None else report_line(report)) + "\n"
-                             for report, line in zip(reports, known, strict=True)))
+
+    def pieces() -> Iterator[bytes]:
+        for report, line in zip(reports, known, strict=True):
+            if line is not None:
+                yield line.encode("utf-8")
+            else:
+                yield from _line_pieces(report)
+            yield b"\n"
+
+    write_file(path, pieces())

@@ -16,7 +16,7 @@ proved they hold the hidden set (``reveal``).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,17 +72,19 @@ def sealed_items(report: Report, policy: str, added_at: str) -> list[dict[str, A
             for trial in getattr(case, "trials", []) or [] if trial.outcome in wanted]
 
 
-def labelled(report: Report) -> list[tuple[Any, str]]:
-    """Each case of the full report with its outward name (``holdout-N`` if hidden)."""
-    named: list[tuple[Any, str]] = []
+def labelled(report: Report) -> Iterator[tuple[Any, str]]:
+    """Each case of the full report with its outward name (``holdout-N`` if hidden).
+
+    One at a time: a battery's report reads its cases back as they are asked
+    for (``engine.spool``), and a sealed run's queue needs only a few of them.
+    """
     hidden = 0
     for case in report.cases:
         if getattr(case, "split", "public") == "hidden":
             hidden += 1
-            named.append((case, f"holdout-{hidden}"))
+            yield case, f"holdout-{hidden}"
         else:
-            named.append((case, case.id))
-    return named
+            yield case, case.id
 
 
 def chosen_items(report: Report, case_name: str, trial: int | None,

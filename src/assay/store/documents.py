@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..canonical import digest_bytes
-from ..model.result import Report
+from ..model.result import Report, report_json
 from ..model.suite import Assertion, Suite
 
 
@@ -60,7 +60,10 @@ def report_body(report: Report) -> bytes:
     re-serialise anything (docs/decisions/0017-recording.md). A report loaded
     back gives the same bytes again.
     """
-    return report.model_copy(update={"seal": None}).model_dump_json(by_alias=True).encode()
+    body = bytearray()
+    for piece in report_json(report.model_copy(update={"seal": None})):
+        body += piece
+    return bytes(body)
 
 
 def report_digest(report: Report) -> str:

@@ -1,0 +1,187 @@
+"""A battery's folded cases, kept on disk by their place in the report, read back as asked.
+
+A battery of a hundred thousand cases would hold every ``CaseResult`` (its
+trials and verdicts) until the report: over a gigabyte. Instead each case,
+once final, is written here as the JSON the report gives it, and the report
+lists its cases through this sequence: reading one parses it back, and a
+writer of the report's bytes (``store.documents``) copies the stored JSON as
+it is, so a case is serialised once. What the JSON leaves out of a case
+(its trials' traces and opinions) is in the store, where every trial was
+recorded as it finished; the report never carried them.
+
+The file is an unnamed temporary file: it goes when the spool does.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+from pydantic_core import PydanticSerializationError
+
+from ..model.result import CaseResult, HoldoutResult
+
+
+class CaseSpool(Sequence[CaseResult]):
+    """``size`` case results by position, each ``put`` once, kept as JSON in a temporary file."""
+
+    def __init__(self, size: int) -> None:
+        self._file = tempfile.TemporaryFile(prefix="assay-cases-")
+        self._start = array("q", [-1]) * size
+        self._length = array("q", [0]) * size
+        #: Per position, 1 for a hidden case (its redacted view names it holdout-N).
+        self._hidden = bytearray(size)
+        self._end = 0
+
+    def put(self, index: int, case: CaseResult) -> None:
+        """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
+        self._hidden[index] = case.split == "hidden"
+        self._write(index, case_json(case))
+
+    def _write(self, index: int, data: bytes) -> None:
+        file = self._file
+        file.seek(self._end)
+        file.write(data)
+        self._start[index], self._length[index] = self._end, len(data)
+        self._end += len(data)
+
+    def has(self, index: int) -> bool:
+        """Whether the case at ``index`` was put."""
+        return self._start[index] >= 0
+
+    def raw(self, index: int) -> bytes:
+        """The JSON the case at ``index`` was kept as (what the report's bytes hold)."""
+        start = self._start[index]
+        if start < 0:
+            raise LookupError(f"case {index} was not folded")
+        self._file.seek(start)
+        return self._file.read(self._length[index])
+
+    def raws(self) -> Iterator[bytes]:
+        """Every case's JSON, in order."""
+        for index in range(len(self._start)):
+            yield self.raw(index)
+
+    def __len__(self) -> int:
+        return len(self._start)
+
+    def redacted(self) -> Redacted:
+        """The cases as they may leave the harness: each hidden one as ``holdout-N``."""
+        return Redacted(self)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CaseResult]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("case index out of range")
+        return CaseResult.model_validate_json(self.raw(index))
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"CaseSpool({len(self)} cases)"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[CaseResult]:
+        # A deep copy of a report is a report that holds its own cases.
+        return list(self)
+
+    def close(self) -> None:
+        """Let the file go now rather than when the spool is collected."""
+        self._file.close()
+
+
+class Redacted(Sequence[CaseResult | HoldoutResult]):
+    """A spool's cases with each hidden one as ``holdout-N`` (N its rank among them).
+
+    ``grading.report.redact`` over a spool: nothing of a hidden case but its
+    outcome is read out of its JSON.
+    """
+
+    def __init__(self, spool: CaseSpool) -> None:
+        self._spool = spool
+        hidden = spool._hidden
+        #: Per position, how many hidden cases come before it.
+        self._rank = array("l", [0]) * len(hidden)
+        seen = 0
+        for index, flag in enumerate(hidden):
+            self._rank[index] = seen
+            seen += flag
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult | HoldoutResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CaseResult | HoldoutResult]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("case index out of range")
+        return self._holdout(index) if self._spool._hidden[index] else self._spool[index]
+
+    def _holdout(self, index: int) -> HoldoutResult:
+        outcome = json.loads(self._spool.raw(index))["outcome"]
+        return HoldoutResult(id=f"holdout-{self._rank[index] + 1}", outcome=outcome)
+
+    def raws(self) -> Iterator[bytes]:
+        """Each case's JSON as the redacted report writes it."""
+        for index in range(len(self)):
+            yield case_json(self._holdout(index)) if self._spool._hidden[index] \
+                else self._spool.raw(index)
+
+    def redacted(self) -> Redacted:
+        """Already redacted: itself."""
+        return self
+
+    def __iter__(self) -> Iterator[CaseResult | HoldoutResult]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[CaseResult | HoldoutResult]:
+        return list(self)
+
+
+def case_json(case: Any) -> bytes:
+    """A case's JSON as the report writes it (by alias, compact).
+
+    Text UTF-8 cannot hold (a lone surrogate) is written as a ``\\uXXXX``
+    escape by the standard library instead of losing the case.
+    """
+    try:
+        return case.__pydantic_serializer__.to_json(case, by_alias=True)  # type: ignore[no-any-return]
+    except PydanticSerializationError:
+        return json.dumps(case.model_dump(mode="json", by_alias=True),
+                          separators=(",", ":")).encode()

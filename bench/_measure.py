@@ -13,6 +13,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,14 +37,24 @@ class ProcessRun:
 
 #: Runs the measured command for ``run_process``: forks it from this small process
 #: (so its peak RSS is its own, see there), waits for it with wait4() and writes
-#: "peak_rss_kib cpu_s wall_s wait_status" to the file descriptor in argv[1].
+#: "peak_rss_kib cpu_s wall_s wait_status" to the file descriptor in argv[1]. A
+#: SIGTERM or SIGINT sent to the launcher is passed on to the command (a server such
+#: as ``assay worker`` stopped gracefully), so the launcher still reports its figures.
 _LAUNCHER = """
-import os, sys, time
+import os, signal, sys, time
 report, argv = int(sys.argv[1]), sys.argv[2:]
+pid = 0
+def forward(signum, frame):
+    if pid:
+        os.kill(pid, signum)
+signal.signal(signal.SIGTERM, forward)
+signal.signal(signal.SIGINT, forward)
 start = time.perf_counter()
 pid = os.fork()
 if pid == 0:
     os.close(report)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as error:
@@ -64,6 +75,7 @@ def run_process(
     cwd: str | Path | None = None,
     env: dict[str, str] | None = None,
     timeout_s: float = 3600.0,
+    on_start: Callable[[int], None] | None = None,
 ) -> ProcessRun:
     """Run argv to completion; return wall time and the child's own peak RSS.
 
@@ -77,6 +89,10 @@ def run_process(
     times the command from its fork to its exit and reports the figures;
     output goes to temporary files; a timer kills the launcher and the
     command (their own process group) if they outlive timeout_s.
+
+    on_start, if given, is called with the launcher's pid once it runs: a
+    caller on another thread may send it SIGTERM or SIGINT, which the
+    launcher passes on to the command (to stop a server and still measure it).
     """
     import sys
 
@@ -95,6 +111,8 @@ def run_process(
             )
         finally:
             os.close(write_end)
+        if on_start is not None:
+            on_start(proc.pid)
         killer = threading.Timer(timeout_s, lambda: _kill_group(proc.pid))
         killer.daemon = True
         killer.start()

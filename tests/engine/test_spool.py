@@ -13,7 +13,7 @@ import gc
 import weakref
 from typing import TYPE_CHECKING
 
-from assay.engine.spool import CaseSpool
+from assay.engine.spool import CaseSpool, read_report
 from assay.grading import RunInfo, build_report, redact
 from assay.grading.report import tallied_report
 from assay.grading.tally import Tally
@@ -95,3 +95,41 @@ def test_a_battery_lets_go_of_each_trial_once_its_case_is_final(bench: Bench) ->
     assert made._results == {}
     assert len(report.cases) == 40 and report.scores.passed
     assert [t.n for t in report.cases[39].trials] == [1, 2]  # type: ignore[union-attr]
+
+
+def test_a_stored_report_read_back_keeps_its_bytes_and_holds_no_case() -> None:
+    listed = [case(i) for i in range(30)]
+    whole = build_report(INFO, listed)
+    stored = b"".join(report_json(whole)).decode()
+    kept = read_report(stored)
+    assert isinstance(kept.cases, KeptCases) and kept.cases == listed
+    assert b"".join(report_json(kept)).decode() == stored
+    assert b"".join(report_json(redact(kept))) == \
+        redact(whole).model_dump_json(by_alias=True).encode()
+    empty = build_report(INFO, [])
+    assert read_report(empty.model_dump_json(by_alias=True)).cases == []
+
+
+def test_cases_folded_from_recorded_trials_in_batches_give_the_battery_s_report(
+        bench: Bench) -> None:
+    uri, _ = bench.agent("""
+        def agent(input):
+            return {"echo": input if input != "i3" else "wrong"}
+    """)
+    cases = "".join(f"  - {{id: c{i}, input: i{i}, expect: [{{path: $.echo, equals: i{i}}}]}}\n"
+                    for i in range(7))
+    loaded = bench.suite(f"suite: t/seal@1\ntrials: 2\ncases:\n{cases}")
+    made = bench.battery(loaded, uri, seed=5)
+    recorded: dict[tuple[str, int], TrialResult] = {}
+    made.on_result = lambda c, result: recorded.__setitem__((c.id, result.n), result)
+    ran = run_battery(made)
+    # A seal's battery runs nothing: it folds what was recorded, a few cases at a time.
+    sealing = bench.battery(loaded, uri, seed=5)
+    for ids in (["c0", "c5", "c6"], ["c1", "c2", "c3"]):  # c4 recorded nothing
+        sealing.fold_recorded({key: r for key, r in recorded.items() if key[0] in ids})
+    report = sealing.report(ran.run_id, ran.started_at, ran.finished_at)
+    by_case = {c.id: c for c in report.cases}
+    assert [t.n for t in by_case["c0"].trials] == [1, 2] and by_case["c4"].trials == []
+    assert by_case["c3"].outcome == "fail" and by_case["c4"].outcome != "pass"
+    expected = [c for c in ran.cases if c.id != "c4"]
+    assert [c for c in report.cases if c.id != "c4"] == expected

@@ -308,6 +308,22 @@ class Battery:
                                fixture=fixture, tools=tools, call=self.loaded.suite.call)
         return _Slot(index, request, blocking, judged)
 
+    def fold_recorded(self, done: Mapping[tuple[str, int], TrialResult]) -> None:
+        """Fold the cases these recorded trials belong to, each final at once (a queue's seal).
+
+        The trials were run elsewhere; a case is folded from what ``done``
+        holds of it (so give all of a case's trials at once), and nothing is
+        added to an adaptive one: its workers added what it needed.
+        """
+        position = self.loaded.positions()
+        for (case_id, n), result in done.items():
+            index = position.get(case_id)
+            if index is not None and not self._spool.has(index):
+                self._results.setdefault(index, {})[n] = result
+        for index in sorted({position[c] for c, _ in done if c in position}):
+            if not self._spool.has(index):
+                self._final(index, self._fold(index))
+
     def interrupt(self) -> None:
         """Stop: trials in flight are abandoned, finished ones are kept."""
         self.interrupted = True

@@ -21,16 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..canonical import canonical, digest, digest_bytes
+from ..canonical import canonical, digest
 from ..checks import lookup, rate_threshold
 from ..grading import redact
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
-from ..store.documents import report_body, stored_suite_json, summary
+from ..store.documents import spill_body, stored_suite_json, summary
 from ..store.records import Holder, Sink, TrialRecord, sealed_columns, trial_record
 
 if TYPE_CHECKING:
@@ -151,9 +152,6 @@ class RunRecorder:
         self._first_pending = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._failure: Exception | None = None
-        #: The sealed report's stored bytes (``report_body``: its JSON with ``seal`` null),
-        #: once ``seal`` has run: a reporter may reuse them rather than serialise it again.
-        self.body: bytes | None = None
         self._prepared: tuple[LoadedSuite, dict[str, Any], str] | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
@@ -236,14 +234,18 @@ class RunRecorder:
         ``queue`` (``review.queue.sealed_items``) is queued for review in it.
         """
         self.flush()
-        body = report_body(report)
-        # The summary a receipt shows is sealed too, by digest: a receipt whose
-        # scores were edited no longer verifies (receipts.verify).
-        content = {"run_id": report.run_id, "report_digest": digest_bytes(body),
-                   "summary": digest(summary(redact(report)))}
-        index, sealed_hash = self._guarded(lambda: self.sink.seal(
-            report.run_id, sealed_columns(report, body), canonical(content), queue))
-        self.body = body
+        # Written a case at a time to a file the store reads: a large report's
+        # text is never held by the battery's process.
+        body = spill_body(report)
+        try:
+            # The summary a receipt shows is sealed too, by digest: a receipt whose
+            # scores were edited no longer verifies (receipts.verify).
+            content = {"run_id": report.run_id, "report_digest": body.digest,
+                       "summary": digest(summary(redact(report)))}
+            index, sealed_hash = self._guarded(lambda: self.sink.seal(
+                report.run_id, sealed_columns(report, body), canonical(content), queue))
+        finally:
+            os.unlink(body.path)
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 
     def _guarded(self, call: Callable[[], _T]) -> _T:

@@ -631,7 +631,6 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         # transaction, as of the battery's end.
         report = recorder.seal(report, sealed_items(report, settings.review,
                                                     report.finished_at))
-        result.report_body = recorder.body
     result.report = report
     result.interrupted = battery.interrupted
 

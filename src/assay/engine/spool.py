@@ -22,7 +22,7 @@ from typing import Any, overload
 
 from pydantic_core import PydanticSerializationError
 
-from ..model.result import CaseResult, HoldoutResult
+from ..model.result import CaseResult, HoldoutResult, Report
 
 
 class CaseSpool(Sequence[CaseResult]):
@@ -38,8 +38,12 @@ class CaseSpool(Sequence[CaseResult]):
 
     def put(self, index: int, case: CaseResult) -> None:
         """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
-        self._hidden[index] = case.split == "hidden"
-        self._write(index, case_json(case))
+        self.put_raw(index, case_json(case), hidden=case.split == "hidden")
+
+    def put_raw(self, index: int, data: bytes, *, hidden: bool) -> None:
+        """Keep a case's report JSON as given (a stored report read back, ``read_report``)."""
+        self._hidden[index] = hidden
+        self._write(index, data)
 
     def _write(self, index: int, data: bytes) -> None:
         file = self._file
@@ -172,6 +176,42 @@ class Redacted(Sequence[CaseResult | HoldoutResult]):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> list[CaseResult | HoldoutResult]:
         return list(self)
+
+
+def read_report(body: str) -> Report:
+    """A stored report's JSON (``runs.report``) as a report whose cases are in a spool.
+
+    How a queue's submitter reads the run its workers sealed: each case is
+    parsed once, to find where it ends and its split, and kept as the very
+    text it was stored as, so the report written from it (``--json``) has the
+    stored bytes; the report model holds no case.
+    """
+    decoder = json.JSONDecoder()
+    at = body.find(_CASES)
+    if at < 0:
+        raise ValueError("a stored report without its cases")
+    start = position = at + len(_CASES)
+    raws: list[tuple[int, int, bool]] = []
+    if body[position] != "]":
+        while True:
+            case, end = decoder.raw_decode(body, position)
+            raws.append((position, end, isinstance(case, dict) and case.get("split") == "hidden"))
+            if body[end] == "]":
+                position = end
+                break
+            if body[end] != ",":
+                raise ValueError("a stored report's cases are not a list")
+            position = end + 1
+    spool = CaseSpool(len(raws))
+    for index, (begin, end, hidden) in enumerate(raws):
+        spool.put_raw(index, body[begin:end].encode("utf-8"), hidden=hidden)
+    shell = Report.model_validate_json(body[:start] + body[position:])
+    shell.__dict__["cases"] = spool
+    return shell
+
+
+#: Where a stored report's cases begin (``model.result.report_json``).
+_CASES = '"cases":['
 
 
 def case_json(case: Any) -> bytes:

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from ..store.database import Store
 
 
+#: Cases whose recorded trials the seal reads and folds at once.
+SEAL_CASES = 500
+
+
 class _Registered:
     """The agent as the run registered it: the report's target, for a battery that runs nothing."""
 
@@ -50,12 +54,17 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
         return None
     loaded, settings = load_registered(stored, workers)
     queued = queue_options(stored)
-    done = store.load_trials(run_id, for_folding=True)
     battery = Battery(loaded, _Registered(stored.target_uri),  # type: ignore[arg-type]
                       battery_options(settings), panel=make_panel(loaded, settings),
                       resume=Resume(run_id=run_id, seed=stored.seed or 0,
-                                    started_at=stored.started_at, done=done))
+                                    started_at=stored.started_at, done={}))
     battery.target_digest = stored.target_digest
+    # Folded a few hundred cases at a time, each let go once final: the seal holds
+    # what those cases recorded, not the run's.
+    ids = [case.id for case in loaded.suite.cases]
+    for start in range(0, len(ids), SEAL_CASES):
+        battery.fold_recorded(store.load_trials(run_id, ids[start:start + SEAL_CASES],
+                                                for_folding=True))
     target = TargetRef(uri=stored.target_uri, digest=stored.target_digest,
                        facets=_facets(store, run_id),
                        evidence={k: Evidence(v) for k, v in

@@ -138,11 +138,20 @@ def failed_chunks(store: Store, run_id: str) -> int:
             "AND j.status IN ('failed', 'cancelled', 'aborted')"), {"run": run_id}) or 0)
 
 
-def sealed_report(store: Store, run_id: str) -> tuple[Any, bytes | None]:
-    """A sealed run's full report and the bytes its seal covers."""
-    report = store.load_report(run_id)
-    _, body, _ = store.report_document(run_id)
-    return report, None if body is None else body.encode("utf-8")
+def sealed_report(store: Store, run_id: str) -> tuple[Any, None]:
+    """A sealed run's full report, its cases read back from a spool as asked for.
+
+    (And None: the bytes its seal covers are not held; ``--json`` writes the
+    report's line from the spool, which keeps them case by case.)
+    """
+    from ..engine.spool import read_report
+
+    _, body, seal = store.report_document(run_id)
+    if body is None:
+        raise UsageError(f"run {run_id} is not sealed")
+    report = read_report(body)
+    report.seal = seal
+    return report, None
 
 
 async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,

@@ -15,6 +15,7 @@ from typing import Any
 from ..canonical import digest_bytes
 from ..model.result import Report, report_json
 from ..model.suite import Assertion, Suite
+from .records import SpilledBody
 
 
 def stored_suite_json(suite: Suite) -> str:
@@ -64,6 +65,25 @@ def report_body(report: Report) -> bytes:
     for piece in report_json(report.model_copy(update={"seal": None})):
         body += piece
     return bytes(body)
+
+
+def spill_body(report: Report, folder: str | None = None) -> SpilledBody:
+    """Write ``report_body(report)`` to a new file in ``folder`` (default: the temporary one)."""
+    import hashlib
+    import os
+    import tempfile
+
+    sha = hashlib.sha256()
+    handle, path = tempfile.mkstemp(prefix="assay-report-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            for piece in report_json(report.model_copy(update={"seal": None})):
+                out.write(piece)
+                sha.update(piece)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return SpilledBody(path, "sha256:" + sha.hexdigest())
 
 
 def report_digest(report: Report) -> str:

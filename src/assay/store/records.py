@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..canonical import digest_bytes
@@ -95,15 +97,37 @@ def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
 UNREPORTED_USAGE = '{"input_tokens":null,"output_tokens":null,"cost_usd":null}'
 
 
-def sealed_columns(report: Report, body: bytes) -> dict[str, Any]:
-    """The ``runs`` columns known once a run is over (``body``: ``recording.report_body``)."""
+@dataclass(frozen=True)
+class SpilledBody:
+    """A report's stored bytes (``report_body``) written to a file, and their digest.
+
+    How a battery hands its report to the store: written a case at a time
+    and hashed as it goes, so the process that ran the battery never holds
+    the text of a large report; the store reads the file when it seals.
+    """
+
+    path: str
+    digest: str
+
+    def text(self) -> str:
+        """The report's stored text."""
+        return Path(self.path).read_text(encoding="utf-8")
+
+
+def sealed_columns(report: Report, body: bytes | SpilledBody) -> dict[str, Any]:
+    """The ``runs`` columns known once a run is over (``body``: ``documents.report_body``).
+
+    A ``SpilledBody`` goes in ``report`` as it is: the store reads its file
+    when it seals (``writing.seal_run``).
+    """
     scores = report.scores
     return {
         "finished_at": report.finished_at, "target_facets": report.target.facets,
         "score_public": scores.public, "score_hidden": scores.hidden,
         "score_overall": scores.overall, "passed": scores.passed,
-        "interrupted": report.interrupted, "report": body.decode("utf-8"),
-        "report_digest": digest_bytes(body),
+        "interrupted": report.interrupted,
+        "report": body.decode("utf-8") if isinstance(body, bytes) else body,
+        "report_digest": digest_bytes(body) if isinstance(body, bytes) else body.digest,
         "listing": json.dumps(listing_of(report.model_dump(mode="json", include=_LISTED)),
                               sort_keys=True),
     }

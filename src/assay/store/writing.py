@@ -21,7 +21,7 @@ from .blobs import put_blobs
 from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
-from .records import VERDICT_COLUMNS, Holder, OpinionRecord, TrialRecord
+from .records import VERDICT_COLUMNS, Holder, OpinionRecord, SpilledBody, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -179,6 +179,9 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     ``known``: a compact range ``write_batch`` read, which the head extends.
     Returns the sealing entry's index and hash (the report's ``seal``).
     """
+    spilled = columns.get("report")
+    if isinstance(spilled, SpilledBody):  # read here, the one place that needs the text
+        columns = {**columns, "report": spilled.text()}
     with store.writing(run_id) as connection:
         sealed = append_bodies(connection, [("run-sealed", content)])[-1]
         r = schema.runs.c

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest, digest_bytes
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
+def _thresholds(cases: Iterable[Case]) -> dict[str, dict[str, float]]:
     """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
     found: dict[str, dict[str, float]] = {}
     for case in cases:

@@ -179,6 +179,25 @@ class PackedCases(Sequence[Case]):
         for index in range(len(self._ends)):
             yield self._read(index)
 
+    def ids(self) -> Iterator[str]:
+        """Each case's id, in order, without making the cases (a fifth of the cost)."""
+        for row in self._rows():
+            yield row[1].id if row[0] is None else row[0]
+
+    def assertion_files(self) -> Iterator[tuple[str, list[str | None]]]:
+        """Each case's id and the file of each of its assertions, without making the cases."""
+        files = self._files
+        for row in self._rows():
+            if row[0] is None:
+                yield row[1].id, [a.file for a in row[1].expect]
+            else:
+                yield row[0], [files[inner[_ASSERTION_FILE]] for inner in row[_CASE_EXPECT]]
+
+    def _rows(self) -> Iterator[tuple[Any, ...]]:
+        for index in range(len(self._ends)):
+            data = self._bytes(index)
+            yield pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
+
     def split_of(self, index: int) -> Split:
         """Whether the case at ``index`` is public or hidden, without reading it."""
         return "hidden" if self._splits[index] else "public"

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from ..canonical import digest_bytes
+from ..model.packed import PackedCases
 from ..model.result import Report
 from ..model.suite import Assertion, Case, Suite
 
@@ -56,11 +58,15 @@ def stored_suite_pieces(suite: Suite) -> Iterator[str]:
         text = _CASES.dump_json(block, by_alias=True, fallback=repr).decode()
         yield ("," if start else "") + text[1:-1]
     yield ']},"files":{'
-    for start in range(0, len(cases), _BLOCK):
-        yield (", " if start else "") + ", ".join(
-            f"{json.dumps(case.id, ensure_ascii=False)}: "
-            f"{json.dumps([a.file for a in case.expect], ensure_ascii=False)}"
-            for case in cases[start:start + _BLOCK])
+    files: Iterator[tuple[str, list[str | None]]] = cases.assertion_files() \
+        if isinstance(cases, PackedCases) else \
+        ((case.id, [a.file for a in case.expect]) for case in cases)
+    first = True
+    while named := list(islice(files, _BLOCK)):
+        yield ("" if first else ", ") + ", ".join(
+            f"{json.dumps(case_id, ensure_ascii=False)}: {json.dumps(names, ensure_ascii=False)}"
+            for case_id, names in named)
+        first = False
     yield "}}"
 
 

@@ -63,7 +63,8 @@ class LoadedSuite:
         cases = self.suite.cases
         if len(self._positions) != len(cases):
             self._positions.clear()
-            self._positions.update((case.id, index) for index, case in enumerate(cases))
+            ids = cases.ids() if isinstance(cases, PackedCases) else (case.id for case in cases)
+            self._positions.update((case_id, index) for index, case_id in enumerate(ids))
         return self._positions
 
     def case_facets(self, case: Case) -> dict[str, str]:
@@ -358,7 +359,9 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
         digests.add(suite.cases)
     if hidden:
         clash = {case.id for case in hidden}
-        earlier = [case for case in suite.cases if case.id in clash]
+        ids = suite.cases.ids() if isinstance(suite.cases, PackedCases) else \
+            (case.id for case in suite.cases)
+        earlier = [suite.cases[i] for i, case_id in enumerate(ids) if case_id in clash]
         check_unique([*earlier, *hidden], lambda case: _case_problem(case, path))
         digests.add(hidden)
         cases = suite.cases

@@ -92,9 +92,9 @@ def test_the_second_load_reads_the_kept_parse(here: Path) -> None:
     assert _fingerprint(path) == first
     # Proof that the entry, not the file, was read: an entry edited in place is believed
     # (.assay/ is trusted as the store is); the file itself never changed.
-    kept = json.loads(entry.read_text())
-    kept["data"]["cases"][1]["input"] = "edited"
-    entry.write_text(json.dumps(kept))
+    kept = [json.loads(line) for line in entry.read_text().splitlines()]
+    kept[2][2]["input"] = "edited"  # [header, case a, case b, top]; a case is [line, lines, data]
+    entry.write_text("".join(json.dumps(item) + "\n" for item in kept))
     assert load_suite_file(path).suite.cases[1].input == "edited"
 
 

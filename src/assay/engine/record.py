@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-def _thresholds(cases: list[Case]) -> dict[str, dict[str, float]]:
+def _thresholds(cases: Iterable[Case]) -> dict[str, dict[str, float]]:
     """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
     found: dict[str, dict[str, float]] = {}
     for case in cases:

@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    WrapSerializer,
+    field_validator,
+    model_validator,
+)
 
 from .evidence import Evidence
 
@@ -188,6 +197,11 @@ class Case(BaseModel):
         return data
 
 
+def _as_list(cases: Sequence[Case], handler: SerializerFunctionWrapHandler) -> Any:
+    # A loaded YAML suite holds its cases packed (``model.packed``): dumped as a list.
+    return handler(cases if isinstance(cases, list) else list(cases))
+
+
 class Suite(BaseModel):
     """A versioned set of cases for one capability: ``namespace/name@major``.
 
@@ -209,7 +223,9 @@ class Suite(BaseModel):
     judge: str | None = None
     #: How long one judge call may take (SPEC §9 ``judge_timeout_s``).
     judge_timeout_s: float = Field(default=60.0, gt=0)
-    cases: list[Case] = Field(default_factory=list)
+    #: A list as written (a Python suite), or ``model.packed.PackedCases`` for a loaded
+    #: YAML suite: a sequence either way, read in order or by position.
+    cases: Annotated[Sequence[Case], WrapSerializer(_as_list)] = Field(default_factory=list)
     source: str | None = Field(default=None, exclude=True)
 
     @field_validator("id")
@@ -222,10 +238,17 @@ class Suite(BaseModel):
             )
         return value
 
-    def public_cases(self) -> list[Case]:
+    def public_cases(self) -> Sequence[Case]:
         """The cases anyone may read."""
-        return [c for c in self.cases if c.split == "public"]
+        return self._of_split("public")
 
-    def hidden_cases(self) -> list[Case]:
+    def hidden_cases(self) -> Sequence[Case]:
         """The cases whose content never leaves the harness."""
-        return [c for c in self.cases if c.split == "hidden"]
+        return self._of_split("hidden")
+
+    def _of_split(self, split: Split) -> Sequence[Case]:
+        from .packed import PackedCases
+
+        if isinstance(self.cases, PackedCases):  # still packed: read as they are used
+            return self.cases.of_split(split)
+        return [c for c in self.cases if c.split == split]

@@ -10,11 +10,16 @@ the engine's (``engine.record.registration``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from ..canonical import digest_bytes
+from ..model.packed import PackedCases
 from ..model.result import Report, report_json
-from ..model.suite import Assertion, Suite
+from ..model.suite import Assertion, Case, Suite
 from .records import SpilledBody
 
 
@@ -25,13 +30,45 @@ def stored_suite_json(suite: Suite) -> str:
     assertion]}}``: ``Assertion.file`` is excluded from the model's dump (it
     takes no part in digests) but graders resolve relative paths against it,
     so replay needs it to grade as the run did. Kept inside the store only,
-    like the full report. Written by pydantic's serializer: for ten thousand
-    cases, building the document in Python first was most of what
-    registering a run cost.
+    like the full report. The text of ``stored_suite_pieces``, joined: for a
+    large suite, write the pieces instead.
     """
-    files = {case.id: [a.file for a in case.expect] for case in suite.cases}
-    body = suite.model_dump_json(by_alias=True, fallback=repr)
-    return f'{{"suite":{body},"files":{json.dumps(files, ensure_ascii=False)}}}'
+    return "".join(stored_suite_pieces(suite))
+
+
+#: Cases dumped at a time (one call into pydantic's serializer each).
+_BLOCK = 1000
+_CASES: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
+
+
+def stored_suite_pieces(suite: Suite) -> Iterator[str]:
+    """``stored_suite_json``'s text in pieces of a thousand cases, never all of it at once.
+
+    The suite's JSON is pydantic's, as ``model_dump_json(by_alias=True,
+    fallback=repr)`` writes it; ``cases`` is its last field, so the rest is
+    dumped first and the cases follow it a block at a time. The ``files``
+    mapping is written as ``json.dumps`` writes a dict. The cases are read
+    twice (once per part) rather than held: a packed suite's cases are made
+    as they are read.
+    """
+    head = suite.model_dump_json(by_alias=True, fallback=repr, exclude={"cases"})
+    yield '{"suite":' + head[:-1] + ',"cases":['
+    cases = suite.cases
+    for start in range(0, len(cases), _BLOCK):
+        block = list(cases[start:start + _BLOCK])
+        text = _CASES.dump_json(block, by_alias=True, fallback=repr).decode()
+        yield ("," if start else "") + text[1:-1]
+    yield ']},"files":{'
+    files: Iterator[tuple[str, list[str | None]]] = cases.assertion_files() \
+        if isinstance(cases, PackedCases) else \
+        ((case.id, [a.file for a in case.expect]) for case in cases)
+    first = True
+    while named := list(islice(files, _BLOCK)):
+        yield ("" if first else ", ") + ", ".join(
+            f"{json.dumps(case_id, ensure_ascii=False)}: {json.dumps(names, ensure_ascii=False)}"
+            for case_id, names in named)
+        first = False
+    yield "}}"
 
 
 def load_stored_suite(data: dict[str, Any]) -> Suite:

@@ -8,7 +8,7 @@ by the same code, so a rule cannot differ between the two.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,20 +58,21 @@ class Problem:
 
 
 def make_cases(items: list[Any], problem: Problem, loc: Loc, *, split: str,
-               base_dir: Path) -> list[Case]:
+               base_dir: Path, start: int = 0) -> list[Case]:
     """Cases from their mappings: ``make_case`` for each, in one pass when all are well formed.
 
     Validating every case (and every assertion) in one call into pydantic
     costs a fraction of validating them one at a time. Anything that would
     not validate sends the whole list through ``make_case``, one by one, so
     the error a user sees is the one ``make_case`` gives for the first bad
-    case, at its line.
+    case, at its line. ``items`` may be one block of a longer list that
+    starts at ``start``: places (and so lines) are counted in the whole list.
     """
-    built = _all_at_once(items, problem, loc, split)
+    built = _all_at_once(items, problem, loc, split, start)
     if built is None:
         return [make_case(item, problem, [*loc, i], split=split, base_dir=base_dir)
-                for i, item in enumerate(items)]
-    for i, case in enumerate(built):
+                for i, item in enumerate(items, start)]
+    for i, case in enumerate(built, start):
         check_case(case, problem, [*loc, i], base_dir=base_dir)
     return built
 
@@ -80,13 +81,14 @@ _ASSERTIONS: TypeAdapter[list[Assertion]] = TypeAdapter(list[Assertion])
 _CASES: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
 
 
-def _all_at_once(items: list[Any], problem: Problem, loc: Loc, split: str) -> list[Case] | None:
+def _all_at_once(items: list[Any], problem: Problem, loc: Loc, split: str,
+                 start: int = 0) -> list[Case] | None:
     """The cases as ``make_case`` would build them, or None if any needs its own error."""
     line_of, file = problem.line_of, problem.file
     forms: list[dict[str, Any]] = []
     counts: list[int] = []
     fields: list[dict[str, Any]] = []
-    for i, data in enumerate(items):
+    for i, data in enumerate(items, start):
         if not isinstance(data, dict):
             return None
         expect = data.get("expect", [])
@@ -234,7 +236,7 @@ def check_assertion(
     return assertion if arg is assertion.arg else assertion.model_copy(update={"arg": arg})
 
 
-def check_unique(cases: list[Case], problem_for: Callable[[Case], Problem]) -> None:
+def check_unique(cases: Iterable[Case], problem_for: Callable[[Case], Problem]) -> None:
     """Case ids are unique within a suite (the later one is named)."""
     seen: set[str] = set()
     for case in cases:

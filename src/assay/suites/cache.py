@@ -9,6 +9,12 @@ so a suite loads to the same cases with the same digests either way; a load
 that meets any problem parses the file again, for the error's exact words
 and line.
 
+An entry is one JSON value a line, so that it is written while the file is
+parsed and read back a case at a time, never held whole: first
+``{"format", "key"}``, then ``[line, [assertion lines], data]`` per case,
+last ``{"top": the other top-level keys}``. Only a suite of the usual shape
+(a mapping whose ``cases`` is a list) is kept.
+
 An entry is used only when the file's bytes, assay's version, the parser
 (this module and ``marks``), PyYAML's and Python's versions all match what
 it was made from; anything else, or an unreadable entry, is a miss. Data
@@ -21,14 +27,15 @@ file's own data only: hidden cases and fixtures are never written here.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -40,7 +47,7 @@ from . import marks
 HOME = Path(".assay")
 #: Where entries go, relative to the working folder (beside the default store).
 FOLDER = HOME / "cache" / "suites"
-FORMAT = "assay.parsed-suite/1"
+FORMAT = "assay.parsed-suite/2"
 
 Lines = list[tuple[int | None, list[int | None]]]
 
@@ -68,15 +75,68 @@ def _entry_path(path: Path) -> Path:
     return FOLDER / f"{name}.json"
 
 
-def read(path: Path, key: str) -> tuple[Any, Lines] | None:
-    """The data and case lines kept for ``path`` under ``key``, or None."""
+class Miss(Exception):
+    """An entry that turned out unreadable part way through: the file is parsed instead."""
+
+
+def key_of_file(path: Path) -> str:
+    """``key_of`` the file's bytes, read in pieces (raises OSError if it cannot be read)."""
+    h = hashlib.sha256(_parser_digest().encode() + b"\0")
+    with path.open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            h.update(piece)
+    return h.hexdigest()
+
+
+class Kept:
+    """An entry being read: iterating yields each case as ``marks.RawCase``; then ``top`` is set.
+
+    Raises ``Miss`` if the entry breaks off or is malformed, perhaps after
+    some cases were yielded.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.top: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator[marks.RawCase]:
+        try:
+            with self._stream:
+                for text in self._stream:
+                    item = json.loads(text)
+                    if isinstance(item, dict):
+                        top = item["top"]
+                        if not isinstance(top, dict) or next(self._stream, ""):
+                            raise Miss("a malformed end")
+                        self.top = top
+                        return
+                    line, inner, data = item
+                    if not _is_line(line) or not all(_is_line(at) for at in inner):
+                        raise Miss("a malformed line")
+                    yield data, line, list(inner)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise Miss(type(exc).__name__) from None
+        raise Miss("no end")
+
+
+def _is_line(value: Any) -> bool:
+    return value is None or type(value) is int
+
+
+def read(path: Path, key: str) -> Kept | None:
+    """The entry kept for ``path`` under ``key``, ready to be read, or None."""
     try:
-        entry = json.loads(_entry_path(path).read_bytes())
-        if entry["key"] != key:
-            return None
-        return entry["data"], [(line, list(inner)) for line, inner in entry["lines"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        stream = _entry_path(path).open(encoding="utf-8")
+    except OSError:
         return None
+    try:
+        head = json.loads(stream.readline())
+        if head.get("format") == FORMAT and head.get("key") == key:
+            return Kept(stream)
+    except (OSError, ValueError, AttributeError):
+        pass
+    stream.close()
+    return None
 
 
 def keeping() -> bool:
@@ -92,23 +152,68 @@ def keeping() -> bool:
         return False
 
 
-def write(path: Path, key: str, data: Any, lines: Lines) -> None:
-    """Keep ``data`` and ``lines`` for ``path`` (nothing, quietly, if JSON cannot hold them)."""
-    try:
-        if not keeping():
+class Writer:
+    """An entry written case by case while the file is parsed; put in place by ``finish``.
+
+    Quietly nothing if the folder cannot be written or JSON cannot hold a
+    value exactly (e.g. ``{1: x}`` would come back as ``{"1": x}``).
+    """
+
+    def __init__(self, path: Path, key: str) -> None:
+        self._target = _entry_path(path)
+        self._stream: IO[str] | None = None
+        self._tmp = ""
+        try:
+            self._target.parent.mkdir(parents=True, exist_ok=True)
+            fd, self._tmp = tempfile.mkstemp(dir=self._target.parent, prefix=".entry-")
+            self._stream = os.fdopen(fd, "w", encoding="utf-8")
+            self._stream.write(json.dumps({"format": FORMAT, "key": key}) + "\n")
+        except OSError:
+            self.abandon()
+
+    def _put(self, value: Any) -> None:
+        if self._stream is None:
             return
-        text = json.dumps({"key": key, "data": data, "lines": lines}, ensure_ascii=False,
-                          allow_nan=False, separators=(",", ":"))
-        if json.loads(text)["data"] != data:  # e.g. {1: x} would come back as {"1": x}
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            if json.loads(text) != value:
+                raise ValueError("not kept exactly")
+            self._stream.write(text + "\n")
+        except (OSError, TypeError, ValueError, RecursionError):
+            self.abandon()
+
+    def add(self, data: Any, line: int | None, lines: list[int | None]) -> None:
+        """Keep one more case: its data, its line, and its assertions' lines."""
+        self._put([line, lines, data])
+
+    def finish(self, top: dict[str, Any]) -> None:
+        """Keep the other top-level keys and put the entry in place."""
+        self._put({"top": top})
+        if self._stream is None:
             return
-        target = _entry_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".entry-")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except (OSError, TypeError, ValueError, RecursionError):
-        pass
+        try:
+            self._stream.close()
+            self._stream = None
+            os.replace(self._tmp, self._target)
+            self._tmp = ""
+        except OSError:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Leave no entry behind (a parse that failed, or data JSON cannot hold)."""
+        if self._stream is not None:
+            with contextlib.suppress(OSError):
+                self._stream.close()
+            self._stream = None
+        if self._tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._tmp = ""
+
+
+def writer(path: Path, key: str) -> Writer | None:
+    """A writer for ``path``'s entry, or None where entries are not kept (``keeping``)."""
+    return Writer(path, key) if keeping() else None
 
 
 def lines_of(data: Any, line: Any) -> Lines:
@@ -134,14 +239,16 @@ class KeptLines:
     class Unknown(Exception):
         """A line that was not kept."""
 
-    def __init__(self, lines: Lines) -> None:
+    def __init__(self, lines: Lines, start: int = 0) -> None:
         self.lines = lines
+        #: The index of the first case ``lines`` are of (a block of a longer list).
+        self.start = start
 
     def __call__(self, loc: Sequence[str | int]) -> int | None:
         """The line of ``["cases", i]`` or ``["cases", i, "expect", j]``."""
         if len(loc) in (2, 4) and loc[0] == "cases" and isinstance(loc[1], int) \
-                and 0 <= loc[1] < len(self.lines):
-            case_line, assertion_lines = self.lines[loc[1]]
+                and 0 <= loc[1] - self.start < len(self.lines):
+            case_line, assertion_lines = self.lines[loc[1] - self.start]
             if len(loc) == 2:
                 return case_line
             j = loc[3]

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import importlib.util
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..canonical import digest, file_digest
+from ..canonical import canonical, digest, file_digest
 from ..errors import SuiteError
 from ..model import Case, Suite
 from ..model.fixture import ToolFixture
-from . import cache
+from ..model.packed import PackedCases
+from . import cache, marks
 from .build import LineOf, Problem, check_case, check_unique, make_cases, make_suite
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
@@ -27,7 +31,12 @@ from .marks import load_marked
 
 @dataclass(frozen=True)
 class LoadedSuite:
-    """A suite ready to run: its cases (public and hidden) and what identifies them."""
+    """A suite ready to run: its cases (public and hidden) and what identifies them.
+
+    A YAML suite's cases are held packed (``model.packed.PackedCases``): each is
+    made a ``Case`` when read. Nothing here is kept per case: facets are
+    computed when asked, and positions only once someone needs them.
+    """
 
     suite: Suite
     path: Path
@@ -40,44 +49,43 @@ class LoadedSuite:
     #: the samples (or no hidden cases) were used instead. A fact for the command
     #: to tell the user; loading never prints.
     hidden_missing: Path | None = None
-    #: What the digests cover, per case id (public and hidden): the case's fields as
-    #: JSON and its fixture's digest; ``case_facets`` digests them on demand.
-    identities: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
-    #: Each case's facets, by id: made for every case on first use (``case_facets``).
+    #: Facets given for some cases, by id, that ``case_facets`` returns as they are
+    #: (a rejudge keeps its original run's); empty for a suite loaded from its file.
     _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     #: Each case's position in ``suite.cases``, by id: made on first use (``positions``).
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
+    #: Fixture and grader digests, shared by every case's facets (few files, many cases).
+    _fixture_digests: dict[Path, str] = field(default_factory=dict, repr=False)
+    _grader_digests: dict[str, str] = field(default_factory=dict, repr=False)
 
     def positions(self) -> dict[str, int]:
         """Each case's position in ``suite.cases``, by id (made once, then shared)."""
         cases = self.suite.cases
         if len(self._positions) != len(cases):
             self._positions.clear()
-            self._positions.update((case.id, index) for index, case in enumerate(cases))
+            ids = cases.ids() if isinstance(cases, PackedCases) else (case.id for case in cases)
+            self._positions.update((case_id, index) for index, case_id in enumerate(ids))
         return self._positions
 
     def case_facets(self, case: Case) -> dict[str, str]:
-        """The digests ``assay compare`` aligns this case on (``suites.facets``)."""
+        """The digests ``assay compare`` aligns this case on (``suites.facets``), made now."""
         found = self._facets.get(case.id)
         if found is None:
             from .facets import case_facets
 
-            cases = self.suite.cases
-            identities = self.identities
-            if any(c.id not in identities for c in cases):  # a suite built by hand
-                identities = {c.id: i for c, i in zip(cases, _identities(cases, {}),
-                                                       strict=True)}
-            self._facets.update(case_facets(cases, identities, {}))
-            found = self._facets.get(case.id)
-            if found is None:  # a case not in the suite
-                found = case_facets([case], {case.id: _identities([case], {})[0]}, {})[case.id]
+            identity = _identities([case], self._fixture_digests)[0]
+            found = case_facets([case], {case.id: identity}, self._grader_digests)[case.id]
         return found
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
-        if case.fixture is None:
-            return None
-        return (Path(case.file or self.path).parent / case.fixture).resolve()
+        return _fixture_path(case, self.path)
+
+
+def _fixture_path(case: Case, path: Path) -> Path | None:
+    if case.fixture is None:
+        return None
+    return (Path(case.file or path).parent / case.fixture).resolve()
 
 
 def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
@@ -85,9 +93,9 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
     if path.name.endswith(".py"):
         suite = _load_python(path)  # the user's code runs: the collector stays as it was
         with _collector_paused():
-            return _with_hidden(suite, path, hidden_root)
+            return _with_hidden(suite, None, path, hidden_root)
     with _collector_paused():
-        return _with_hidden(_load_yaml(path), path, hidden_root)
+        return _with_hidden(*_load_yaml(path), path, hidden_root)
 
 
 @contextmanager
@@ -112,28 +120,148 @@ def _collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-def _load_yaml(path: Path) -> Suite:
+#: Cases validated and packed at a time: the models of one block are all a load holds.
+BLOCK = 1024
+
+
+class _Again(Exception):
+    """A case-by-case build that cannot give the exact error: the whole file is built instead."""
+
+
+def _load_yaml(path: Path) -> tuple[Suite, _Digests]:
+    """The suite in ``path``, its cases packed, read case by case where the file allows.
+
+    Three ways, the first that works: the parsed-suite cache's entry, then
+    libyaml's events one case at a time (``marks.SuiteStream``), both never
+    holding the file's data whole; then the whole parse (``load_marked``),
+    for the unusual YAML the first two decline and for every error, so that
+    an error has the exact words and line it always had.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        marked = load_marked(path)  # raises the SuiteError that says why
-        return _build_yaml(path, marked.data, marked.line, marked.key_line)
-    key = cache.key_of(text.encode("utf-8", "surrogatepass"))
-    kept = cache.read(path, key)
-    if kept is not None:
-        data, lines = kept
+        key: str | None = cache.key_of_file(path)
+    except OSError:
+        key = None  # load_marked says why the file cannot be read
+    if key is not None:
+        kept = cache.read(path, key)
+        if kept is not None:
+            try:
+                return _build_yaml(path, kept)
+            except (SuiteError, cache.KeptLines.Unknown, cache.Miss, _Again):
+                pass  # parsed again below, for the error's exact words and line
         try:
-            return _build_yaml(path, data, cache.KeptLines(lines), cache.KeptLines(lines))
-        except (SuiteError, cache.KeptLines.Unknown):
-            pass  # parsed again below, for the error's exact words and line
-    marked = load_marked(path, text=text)
-    suite = _build_yaml(path, marked.data, marked.line, marked.key_line)
-    if cache.keeping():
-        cache.write(path, key, marked.data, cache.lines_of(marked.data, marked.line))
-    return suite
+            return _build_yaml(path, marks.SuiteStream(path), cache.writer(path, key))
+        except (SuiteError, cache.KeptLines.Unknown, marks.Declined, _Again):
+            pass  # the whole parse below gives the data, or the exact error
+    marked = load_marked(path)
+    whole = _Whole(path, marked)
+    try:
+        return _build_yaml(path, whole, cache.writer(path, key) if key is not None else None)
+    except _Again:
+        pass
+    suite = _build_whole(path, marked.data, marked.line, marked.key_line)  # raises, in effect
+    digests = _Digests(path)
+    digests.add(suite.cases)
+    return suite.model_copy(update={"cases": PackedCases(suite.cases)}), digests
 
 
-def _build_yaml(path: Path, data: Any, line_of: LineOf, key_line_of: LineOf) -> Suite:
+class _Source(Protocol):
+    """Where a suite's cases come from, one at a time; ``top`` is set once they are all read."""
+
+    top: dict[str, Any] | None
+
+    def __iter__(self) -> Iterator[marks.RawCase]: ...
+
+
+class _Whole:
+    """A suite file parsed whole (``load_marked``) as a source, with every line it can give."""
+
+    def __init__(self, path: Path, marked: marks.Marked) -> None:
+        problem = Problem(str(path), marked.line, secret=False, key_line_of=marked.key_line)
+        data = marked.data
+        if not isinstance(data, dict):
+            raise problem([], "a suite file is a mapping with suite: and cases:")
+        if "suite" not in data:
+            raise problem([], "missing required key 'suite' (namespace/name@major)")
+        raw_cases = data.get("cases") or []
+        if not isinstance(raw_cases, list):
+            raise problem(["cases"], "cases is a list")
+        self.marked = marked
+        self.cases: list[Any] = raw_cases
+        self.top: dict[str, Any] | None = {k: v for k, v in data.items() if k != "cases"}
+
+    def __iter__(self) -> Iterator[marks.RawCase]:
+        line = self.marked.line
+        for i, data in enumerate(self.cases):
+            expect = data.get("expect") if isinstance(data, dict) else None
+            count = len(expect) if isinstance(expect, list) else 0
+            yield data, line(["cases", i]), [line(["cases", i, "expect", j])
+                                             for j in range(count)]
+
+
+def _build_yaml(path: Path, source: _Source,
+                writer: cache.Writer | None = None) -> tuple[Suite, _Digests]:
+    """The suite from its cases as ``source`` gives them, validated and packed a block at a time.
+
+    Raises the SuiteError a block meets (exact for a ``_Whole`` source, whose
+    lines are all known; a streamed source may raise ``KeptLines.Unknown``
+    for an error's line instead), or ``_Again`` for what only the whole
+    list can word exactly (a case id written twice). ``writer`` keeps the
+    cases for the parsed-suite cache; it is put in place only on success.
+    """
+    try:
+        packed = PackedCases()
+        digests = _Digests(path)
+        ids = array("q")  # each case id's hash: 8 bytes a case, not a set of strings
+        items: list[Any] = []
+        lines: cache.Lines = []
+        start = 0
+
+        def flush() -> None:
+            line_of: LineOf = cache.KeptLines(lines, start)
+            key_line_of = line_of
+            if isinstance(source, _Whole):
+                line_of, key_line_of = source.marked.line, source.marked.key_line
+            problem = Problem(str(path), line_of, secret=False, key_line_of=key_line_of)
+            cases = make_cases(items, problem, ["cases"], split="public", base_dir=path.parent,
+                               start=start)
+            ids.extend(hash(case.id) for case in cases)
+            digests.add(cases)
+            packed.extend(cases)
+
+        for data, line, inner in source:
+            if writer is not None:
+                writer.add(data, line, inner)
+            items.append(data)
+            lines.append((line, inner))
+            if len(items) == BLOCK:
+                flush()
+                start += len(items)
+                items, lines = [], []
+        if items:
+            flush()
+        if _repeats(ids):  # a case id written twice (or two ids hashed alike): said exactly
+            raise _Again
+        top = source.top
+        if top is None or "suite" not in top:
+            raise _Again
+        key_line_of = source.marked.key_line if isinstance(source, _Whole) \
+            else cache.KeptLines([])
+        suite = make_suite(top, [], Problem(str(path), key_line_of, secret=False))
+        if writer is not None:
+            writer.finish(top)
+    finally:
+        if writer is not None:
+            writer.abandon()
+    return suite.model_copy(update={"cases": packed, "source": str(path)}), digests
+
+
+def _repeats(values: array[int]) -> bool:
+    ordered = sorted(values)
+    return any(a == b for a, b in zip(ordered, islice(ordered, 1, None), strict=False))
+
+
+def _build_whole(path: Path, data: Any, line_of: LineOf, key_line_of: LineOf) -> Suite:
+    """The whole file's cases built at once, as every load once did: for the exact error."""
     problem = Problem(str(path), line_of, secret=False, key_line_of=key_line_of)
     if not isinstance(data, dict):
         raise problem([], "a suite file is a mapping with suite: and cases:")
@@ -211,7 +339,13 @@ def hidden_set_digest(folder: Path) -> str | None:
     return digest(_identities(secret, {})) if secret else None
 
 
-def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSuite:
+def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
+                 hidden_root: Path | None) -> LoadedSuite:
+    """The suite with its hidden cases added, its digests and its tool fixtures.
+
+    ``digests`` has taken the suite's own cases already (a YAML suite's, as
+    they were packed), or is None (a Python suite's list: taken here).
+    """
     samples = None
     if suite.hidden is not None:
         samples = path.parent / suite.hidden
@@ -220,28 +354,84 @@ def _with_hidden(suite: Suite, path: Path, hidden_root: Path | None) -> LoadedSu
                              "does not exist")
     choice = choose_folder(suite.id, samples, hidden_root)
     hidden = load_hidden(choice.folder) if choice.folder is not None else []
+    if digests is None:
+        digests = _Digests(path)
+        digests.add(suite.cases)
     if hidden:
-        everything = [*suite.cases, *hidden]
-        check_unique(everything, lambda case: _case_problem(case, path))
-        suite = suite.model_copy(update={"cases": everything})
-    public = [c for c in suite.cases if c.split == "public"]
-    secret = [c for c in suite.cases if c.split == "hidden"]
+        clash = {case.id for case in hidden}
+        ids = suite.cases.ids() if isinstance(suite.cases, PackedCases) else \
+            (case.id for case in suite.cases)
+        earlier = [suite.cases[i] for i, case_id in enumerate(ids) if case_id in clash]
+        check_unique([*earlier, *hidden], lambda case: _case_problem(case, path))
+        digests.add(hidden)
+        cases = suite.cases
+        if isinstance(cases, PackedCases):
+            cases.extend(hidden)
+        else:
+            cases = [*cases, *hidden]
+        suite = suite.model_copy(update={"cases": cases})
     body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
                             exclude_defaults=True)
-    fixtures: dict[Path, str] = {}
-    public_ids, secret_ids = _identities(public, fixtures), _identities(secret, fixtures)
-    suite_digest = digest({"suite": body, "cases": public_ids})
-    hidden_digest = digest(secret_ids) if secret else None
-    identities = {c.id: i for c, i in zip([*public, *secret], [*public_ids, *secret_ids],
-                                          strict=True)}
-    loaded = LoadedSuite(suite, path, suite_digest, hidden_digest,
-                         choice.source if secret else None, hidden_missing=choice.missing,
-                         identities=identities)
-    for case in suite.cases:
-        where = loaded.fixture_path(case)
-        if where is not None and str(where) not in loaded.fixtures and is_tool_fixture(where):
-            loaded.fixtures[str(where)] = load_tool_fixture(where, secret=case.split == "hidden")
+    hidden_digest = digests.hidden_digest()
+    loaded = LoadedSuite(suite, path, digests.suite_digest(body), hidden_digest,
+                         choice.source if hidden_digest is not None else None,
+                         hidden_missing=choice.missing, _fixture_digests=digests.fixture_digests)
+    for where, secret in digests.fixtures.items():
+        if is_tool_fixture(Path(where)):
+            loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)
     return loaded
+
+
+class _Digests:
+    """The suite digest and the hidden-set digest, fed case by case as the cases are built.
+
+    The suite digest is ``digest({"suite": body, "cases": [identity of each
+    public case]})``: RFC 8785 sorts ``cases`` before ``suite``, so its bytes
+    are ``{"cases":[`` and each case's canonical identity, then the body,
+    which is known last; the hidden set's is ``digest([identity of each
+    hidden case])``. The same values as digesting the whole lists at once,
+    without holding them. Also noted on the way: each tool fixture's path,
+    and whether the first case naming it is hidden.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._public = hashlib.sha256(b'{"cases":[')
+        self._hidden = hashlib.sha256(b"[")
+        self._counts = {"public": 0, "hidden": 0}
+        self.fixture_digests: dict[Path, str] = {}
+        #: Each fixture's absolute path, in the order cases name them: whether the first is hidden.
+        self.fixtures: dict[str, bool] = {}
+
+    def add(self, cases: Sequence[Case]) -> None:
+        """Take these cases' identities, in order (a block at a time: one dump per block)."""
+        for start in range(0, len(cases), BLOCK):
+            block = list(cases[start:start + BLOCK])
+            for case, identity in zip(block, _identities(block, self.fixture_digests),
+                                      strict=True):
+                split = case.split
+                sink = self._hidden if split == "hidden" else self._public
+                if self._counts[split]:
+                    sink.update(b",")
+                sink.update(canonical(identity))
+                self._counts[split] += 1
+                where = _fixture_path(case, self._path)
+                if where is not None:
+                    self.fixtures.setdefault(str(where), split == "hidden")
+
+    def suite_digest(self, body: dict[str, Any]) -> str:
+        """The suite digest, once every case was added."""
+        sink = self._public.copy()
+        sink.update(b'],"suite":' + canonical(body) + b"}")
+        return "sha256:" + sink.hexdigest()
+
+    def hidden_digest(self) -> str | None:
+        """The hidden-set digest (None without hidden cases), once every case was added."""
+        if not self._counts["hidden"]:
+            return None
+        sink = self._hidden.copy()
+        sink.update(b"]")
+        return "sha256:" + sink.hexdigest()
 
 
 def _case_problem(case: Case, path: Path) -> Problem:
@@ -259,7 +449,7 @@ def _line_of(case: Case) -> Callable[[object], int | None]:
 _CASE_LIST: TypeAdapter[list[Case]] = TypeAdapter(list[Case])
 
 
-def _identities(cases: list[Case], fixtures: dict[Path, str]) -> list[dict[str, Any]]:
+def _identities(cases: Sequence[Case], fixtures: dict[Path, str]) -> list[dict[str, Any]]:
     """What identifies each case in a digest: its fields as JSON, and its fixture's bytes.
 
     Fields left at their defaults are the same case whether written or not,
@@ -267,7 +457,7 @@ def _identities(cases: list[Case], fixtures: dict[Path, str]) -> list[dict[str, 
     One dump of the whole list: per case, the call cost more than the dump.
     ``fixtures`` caches each fixture's digest: many cases share one folder.
     """
-    identities: list[dict[str, Any]] = _CASE_LIST.dump_python(cases, mode="json",
+    identities: list[dict[str, Any]] = _CASE_LIST.dump_python(list(cases), mode="json",
                                                              exclude_defaults=True)
     for case, data in zip(cases, identities, strict=True):
         if case.fixture is not None and case.file is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,30 @@ def _from_events(loader: Any) -> tuple[Any, dict[Place, int]]:
     quoted key written the same way (``"1":``) would be shadowed there by
     the earlier one; those lines come from the node tree.
     """
+    lines: dict[Place, int] = {}
+    get, value = _reader(loader, lines)
+    if type(get()) is not StreamStartEvent:
+        raise _Unusual("no stream")
+    event = get()
+    if type(event) is StreamEndEvent:
+        return None, lines
+    if type(event) is not DocumentStartEvent:
+        raise _Unusual("no document")
+    event = get()
+    lines[()] = event.start_mark.line + 1
+    data = value(event, ())
+    if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent:
+        raise _Unusual("more than one document")
+    return data, lines
+
+
+def _reader(loader: Any, lines: dict[Place, int]) -> tuple[Callable[[], Any],
+                                                            Callable[[Any, Place | None], Any]]:
+    """``get``, the loader's next event, and ``value(event, place)``: the plain data at ``event``.
+
+    ``value`` reads the events of the value that ``event`` starts, and records
+    in ``lines`` the line of every list item below ``place`` (None: none).
+    """
     if loader.yaml_path_resolvers or None in loader.yaml_implicit_resolvers:
         raise _Unusual("resolvers that depend on more than a scalar's text")
     starts = frozenset(loader.yaml_implicit_resolvers)  # first characters, and "" for empty
@@ -163,7 +187,6 @@ def _from_events(loader: Any) -> tuple[Any, dict[Place, int]]:
     construct = loader.construct_object
     scalar_node = yaml.ScalarNode
     tags: dict[str, str] = {}  # a plain scalar's tag depends on its text alone
-    lines: dict[Place, int] = {}
 
     # Most scalars are strings as written: untagged, unanchored, and quoted or
     # starting with no resolver's character. That test is written out where a
@@ -241,19 +264,10 @@ def _from_events(loader: Any) -> tuple[Any, dict[Place, int]]:
             event = get()
         return out
 
-    if type(get()) is not StreamStartEvent:
-        raise _Unusual("no stream")
-    event = get()
-    if type(event) is StreamEndEvent:
-        return None, lines
-    if type(event) is not DocumentStartEvent:
-        raise _Unusual("no document")
-    event = get()
-    lines[()] = event.start_mark.line + 1
-    data = scalar(event) if type(event) is ScalarEvent else collection(event, ())
-    if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent:
-        raise _Unusual("more than one document")
-    return data, lines
+    def value(event: Any, place: Place | None) -> Any:
+        return scalar(event) if type(event) is ScalarEvent else collection(event, place)
+
+    return get, value
 
 
 class _Builder:
@@ -355,3 +369,101 @@ def _load_nodes(path: Path, text: str, secret: bool) -> Marked:
     finally:
         loader.dispose()
     return Marked(data, root, str(path))
+
+
+class Declined(Exception):
+    """Something a case-by-case read leaves to a whole parse (which says what it is)."""
+
+
+#: One case as a suite file holds it: its plain data, its line, and each assertion's line.
+RawCase = tuple[Any, int | None, list[int | None]]
+
+
+class SuiteStream:
+    """A suite file read from libyaml's events one case at a time, never held whole.
+
+    Iterating yields each case of the top-level ``cases:`` list as ``RawCase``
+    (the data ``load_marked`` would give for it, and the lines it would
+    record); once the iteration ends, ``top`` holds every other top-level
+    key. The file is read in pieces by libyaml, not as one string.
+
+    Only the usual shape is read this way: a document that is one mapping of
+    string keys whose ``cases`` is a list (or empty). Anything else, and
+    anything ``_from_events`` would leave to the node tree (a syntax error,
+    an anchor, a tag, a key written twice, a file that is not UTF-8), raises
+    ``Declined`` wherever it is met, perhaps after some cases were yielded:
+    the caller then loads the file whole, which gives the data or the error.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.top: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator[RawCase]:
+        try:
+            with self.path.open(encoding="utf-8") as stream:
+                loader = _LOADER(stream)
+                try:
+                    yield from self._read(loader)
+                finally:
+                    loader.dispose()
+        except Declined:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the whole parse meets it too
+            raise Declined(type(exc).__name__) from None
+
+    def _read(self, loader: Any) -> Iterator[RawCase]:
+        lines: dict[Place, int] = {}
+        get, value = _reader(loader, lines)
+        if type(get()) is not StreamStartEvent or type(get()) is not DocumentStartEvent:
+            raise Declined("no document")
+        event = get()
+        if type(event) is not MappingStartEvent or event.anchor is not None \
+                or event.tag is not None:
+            raise Declined("not a plain mapping")
+        top: dict[str, Any] = {}
+        listed = False
+        event = get()
+        while type(event) is not MappingEndEvent:
+            if type(event) is not ScalarEvent:
+                raise Declined("a key that is not a scalar")
+            key = value(event, None)
+            if type(key) is not str or key in top or (key == "cases" and listed):
+                raise Declined("a key that is not a string, or written twice")
+            event = get()
+            if key != "cases":
+                top[key] = value(event, None)
+            elif type(event) is SequenceStartEvent and event.anchor is None \
+                    and event.tag is None:
+                listed = True
+                yield from self._cases(get, value, lines)
+            else:
+                listed = True
+                if value(event, None):  # no cases (null, empty) is fine; anything else is not
+                    raise Declined("cases is not a list")
+            event = get()
+        if type(get()) is not DocumentEndEvent or type(get()) is not StreamEndEvent:
+            raise Declined("more than one document")
+        self.top = top
+
+    @staticmethod
+    def _cases(get: Callable[[], Any], value: Callable[[Any, Place | None], Any],
+               lines: dict[Place, int]) -> Iterator[RawCase]:
+        index = 0
+        event = get()
+        while type(event) is not SequenceEndEvent:
+            lines.clear()
+            line = event.start_mark.line + 1
+            place = ("cases", index)
+            data = value(event, place)
+            expect = data.get("expect") if isinstance(data, dict) else None
+            found: list[int | None] = []
+            if isinstance(expect, list):
+                for j in range(len(expect)):
+                    at = lines.get((*place, "expect", j))
+                    if at is None:  # not recorded (after a key that is not a string)
+                        raise Declined("an assertion's line")
+                    found.append(at)
+            yield data, line, found
+            index += 1
+            event = get()

@@ -1,0 +1,274 @@
+"""Cases held compactly: a suite's case list as bytes, each read back as a ``Case`` when asked.
+
+A validated ``Case`` with one assertion is about 2.5 KB of Python objects;
+a suite of a hundred thousand of them would hold 250 MB before a trial ran.
+``PackedCases`` keeps each case as the pickle of a tuple of its field values
+(about 80 bytes for a one-line case: the file it was written in is kept
+once for all cases), concatenated in blocks, and makes the ``Case`` again
+on every read, without validating it a second time (it was validated when
+it was packed). A read costs a few microseconds.
+
+It is a ``Sequence[Case]``: ``len``, indexing, slicing, iteration and ``in``
+work as on the list a suite held before. A case read twice is two equal
+objects, not one (a few recent reads are kept, so the reads of one trial
+share one); nothing in assay changes a case once loaded. The bytes live in
+this process only; they are never written anywhere.
+"""
+
+from __future__ import annotations
+
+import pickle
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, overload
+
+from pydantic import BaseModel
+
+from .suite import Assertion, Case, Split
+
+#: Cases per block: one ``bytes`` each, so the packed form costs no object per case.
+_BLOCK = 512
+#: Recent reads kept: a trial reads its case a few times in a row.
+_RECENT = 16
+_PROTOCOL = 4
+#: How every protocol-4 pickle starts (then a frame's length, for all but tiny ones).
+_HEAD = b"\x80\x04"
+_FRAMED = b"\x80\x04\x95"
+#: One frame ends at 64 KiB: a pickle under this is one frame, whose head can be dropped.
+_ONE_FRAME = 60_000
+
+
+class _Layout:
+    """A model's field values as a tuple in field order, and the fields it was given as bits.
+
+    ``model_fields_set`` (the fields pydantic counts as given) is kept, so a
+    case reads back exactly as it was packed.
+    """
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+        self.names = tuple(model.model_fields)
+        self.values = itemgetter(*self.names)
+        self.bits = {name: 1 << i for i, name in enumerate(self.names)}
+        self._sets: dict[int, frozenset[str]] = {}
+
+    def given(self, model: BaseModel) -> int:
+        """The fields ``model`` was given, as bits."""
+        bits = self.bits
+        return sum(bits[name] for name in model.__pydantic_fields_set__)
+
+    def restore(self, row: tuple[Any, ...], given: int, **special: Any) -> Any:
+        """A model from values already validated: pydantic's own unpickling, without a pickle."""
+        names = self._sets.get(given)
+        if names is None:
+            names = self._sets[given] = frozenset(
+                name for i, name in enumerate(self.names) if given >> i & 1)
+        values = dict(zip(self.names, row, strict=False))
+        values.update(special)
+        model = object.__new__(self.model)
+        model.__setstate__({"__dict__": values, "__pydantic_fields_set__": set(names),
+                            "__pydantic_extra__": None, "__pydantic_private__": None})
+        return model
+
+
+_CASE = _Layout(Case)
+_ASSERTION = _Layout(Assertion)
+_CASE_EXPECT = _CASE.names.index("expect")
+_CASE_SPLIT = _CASE.names.index("split")
+_CASE_FILE = _CASE.names.index("file")
+_ASSERTION_FILE = _ASSERTION.names.index("file")
+
+
+class PackedCases(Sequence[Case]):
+    """A suite's cases as compact bytes, each made a ``Case`` again when read."""
+
+    def __init__(self, cases: Iterable[Case] = ()) -> None:
+        self._blocks: list[bytes] = []
+        #: The current block's packed cases, until it fills and is joined into one bytes.
+        self._open: list[bytes] = []
+        #: Per case, where its bytes end within its block.
+        self._ends = array("I")
+        self._splits = bytearray()
+        self._files: list[str | None] = []
+        self._file_index: dict[str | None, int] = {}
+        self._recent: dict[int, Case] = {}
+        self.extend(cases)
+
+    # ----------------------------------------------------------------- writing
+
+    def append(self, case: Case) -> None:
+        """Pack one more case at the end."""
+        data = self._pack(case)
+        end = len(data) + (self._ends[-1] if self._open else 0)
+        self._open.append(data)
+        self._ends.append(end)
+        self._splits.append(case.split == "hidden")
+        if len(self._open) == _BLOCK:
+            self._blocks.append(b"".join(self._open))
+            self._open = []
+
+    def extend(self, cases: Iterable[Case]) -> None:
+        """Pack each case in turn."""
+        for case in cases:
+            self.append(case)
+
+    def _file(self, name: str | None) -> int:
+        found = self._file_index.get(name)
+        if found is None:
+            found = self._file_index[name] = len(self._files)
+            self._files.append(name)
+        return found
+
+    def _pack(self, case: Case) -> bytes:
+        if type(case) is not Case or case.__pydantic_extra__ or case.__pydantic_private__ \
+                or any(type(a) is not Assertion or a.__pydantic_extra__
+                       or a.__pydantic_private__ for a in case.expect):
+            data = pickle.dumps((None, case), _PROTOCOL)  # anything unusual: kept whole
+        else:
+            expect = []
+            for assertion in case.expect:
+                inner = list(_ASSERTION.values(assertion.__dict__))
+                inner[_ASSERTION_FILE] = self._file(inner[_ASSERTION_FILE])
+                inner.append(_ASSERTION.given(assertion))
+                expect.append(tuple(inner))
+            row = list(_CASE.values(case.__dict__))
+            row[_CASE_EXPECT] = tuple(expect)
+            row[_CASE_SPLIT] = row[_CASE_SPLIT] == "hidden"  # a byte, not a word
+            row[_CASE_FILE] = self._file(row[_CASE_FILE])
+            row.append(_CASE.given(case))
+            data = pickle.dumps(tuple(row), _PROTOCOL)
+        if data.startswith(_FRAMED) and len(data) < _ONE_FRAME:
+            return data[11:]  # the same pickle without its head: 11 bytes a case
+        return data
+
+    # ----------------------------------------------------------------- reading
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Case]: ...
+
+    def __getitem__(self, index: int | slice) -> Case | Sequence[Case]:
+        if isinstance(index, slice):
+            return [self._read(i) for i in range(*index.indices(len(self)))]
+        count = len(self._ends)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("case index out of range")
+        found = self._recent.get(index)
+        if found is None:
+            found = self._read(index)
+            if len(self._recent) >= _RECENT:
+                del self._recent[next(iter(self._recent))]
+            self._recent[index] = found
+        return found
+
+    def get(self, index: int) -> Case:
+        """The case at ``index``, made anew (never one shared with another reader)."""
+        if not 0 <= index < len(self._ends):
+            raise IndexError("case index out of range")
+        return self._read(index)
+
+    def __iter__(self) -> Iterator[Case]:
+        for index in range(len(self._ends)):
+            yield self._read(index)
+
+    def ids(self) -> Iterator[str]:
+        """Each case's id, in order, without making the cases (a fifth of the cost)."""
+        for row in self._rows():
+            yield row[1].id if row[0] is None else row[0]
+
+    def assertion_files(self) -> Iterator[tuple[str, list[str | None]]]:
+        """Each case's id and the file of each of its assertions, without making the cases."""
+        files = self._files
+        for row in self._rows():
+            if row[0] is None:
+                yield row[1].id, [a.file for a in row[1].expect]
+            else:
+                yield row[0], [files[inner[_ASSERTION_FILE]] for inner in row[_CASE_EXPECT]]
+
+    def _rows(self) -> Iterator[tuple[Any, ...]]:
+        for index in range(len(self._ends)):
+            data = self._bytes(index)
+            yield pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
+
+    def split_of(self, index: int) -> Split:
+        """Whether the case at ``index`` is public or hidden, without reading it."""
+        return "hidden" if self._splits[index] else "public"
+
+    def of_split(self, split: Split) -> Sequence[Case]:
+        """The cases of one split, in order, still packed (a view of these)."""
+        flag = split == "hidden"
+        return _View(self, array("I", (i for i, s in enumerate(self._splits) if s == flag)))
+
+    def _bytes(self, index: int) -> bytes | memoryview:
+        block, at = divmod(index, _BLOCK)
+        start = self._ends[index - 1] if at else 0
+        end = self._ends[index]
+        if block < len(self._blocks):
+            return memoryview(self._blocks[block])[start:end]
+        return self._open[at]
+
+    def _read(self, index: int) -> Case:
+        data = self._bytes(index)
+        row = pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
+        if row[0] is None:
+            case: Case = row[1]
+            return case
+        files = self._files
+        expect = [_ASSERTION.restore(inner, inner[-1], file=files[inner[_ASSERTION_FILE]])
+                  for inner in row[_CASE_EXPECT]]
+        restored: Case = _CASE.restore(row, row[-1], expect=expect, file=files[row[_CASE_FILE]],
+                                       split="hidden" if row[_CASE_SPLIT] else "public")
+        return restored
+
+    def __repr__(self) -> str:
+        return f"PackedCases({len(self)} cases)"
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a list of equal cases, as the list a suite held before was.
+        if not isinstance(other, list | PackedCases | _View):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+
+class _View(Sequence[Case]):
+    """Some of a ``PackedCases``' cases by position, read through it."""
+
+    def __init__(self, packed: PackedCases, positions: array[int]) -> None:
+        self._packed = packed
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> Case: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Case]: ...
+
+    def __getitem__(self, index: int | slice) -> Case | Sequence[Case]:
+        if isinstance(index, slice):
+            return [self._packed[i] for i in self._positions[index]]
+        return self._packed[self._positions[index]]
+
+    def __iter__(self) -> Iterator[Case]:
+        for index in self._positions:
+            yield self._packed.get(index)
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a list of equal cases, as the list a suite held before was.
+        if not isinstance(other, list | PackedCases | _View):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list

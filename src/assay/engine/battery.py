@@ -492,6 +492,12 @@ class Battery:
         return found
 
     async def _trial(self, slot: _Slot) -> TrialResult | None:
+        try:
+            return await self._attempt(slot)
+        finally:
+            slot.request.partial.drop()
+
+    async def _attempt(self, slot: _Slot) -> TrialResult | None:
         request = slot.request
         began = self.clock.monotonic()
         try:

@@ -33,6 +33,15 @@ class Partial:
         """The trace so far, or None when the target kept nothing."""
         return self._build() if self._build is not None else None
 
+    def drop(self) -> None:
+        """The trial is over: let go of the record (the battery calls it).
+
+        A target's builder closes over the request that holds this: a
+        reference cycle per trial, which only the cyclic collector would
+        free, and a battery holds that collector off (``engine.runs``).
+        """
+        self._build = None
+
 
 @dataclass(frozen=True)
 class TrialRequest:

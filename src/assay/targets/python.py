@@ -153,6 +153,8 @@ class PythonTarget:
         given = self._given[(spent.tokens is None, spent.cost_usd is None)]
         facets = self._facets.get(request.case.id)
         if facets is None:
+            if len(self._facets) >= 1024:  # the cases in flight, not the suite's
+                self._facets.clear()
             facets = self._facets[request.case.id] = {
                 **self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)}
         return Trace(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,8 +30,8 @@ from ..checks import lookup, rate_threshold
 from ..grading import redact
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
-from ..store.documents import spill_body, stored_suite_json, summary
-from ..store.records import Holder, Sink, TrialRecord, sealed_columns, trial_record
+from ..store.documents import Spilled, spill_report, spill_suite, stored_suite_json, summary
+from ..store.records import Holder, Sink, SpilledBody, TrialRecord, sealed_columns, trial_record
 
 if TYPE_CHECKING:
     from ..suites import LoadedSuite
@@ -101,14 +100,15 @@ def registration(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
 def registration_row(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                      options: dict[str, Any], window: Window | None = None, *,
                      max_trials: int | None = None,
-                     prepared: tuple[dict[str, Any], str] | None = None
+                     prepared: tuple[dict[str, Any], Spilled] | None = None
                      ) -> tuple[dict[str, Any], bytes]:
     """The open run's ``runs`` row and its ``run-registered`` content (canonical bytes).
 
     What ``RunRecorder.register`` writes; a queue's submitter writes them
     itself, with the run's chunks and jobs, in one transaction
     (``queue.enqueue``). ``prepared``: the suite's thresholds and stored JSON
-    made beforehand (``prepared_parts``).
+    made beforehand (``prepared_parts``; the JSON in a file the store reads in
+    parts, which the caller closes once the run is registered).
     """
     content = registration(start, loaded, trials_per_case, window, max_trials=max_trials,
                            thresholds=prepared[0] if prepared else None)
@@ -121,7 +121,7 @@ def registration_row(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
         "started_at": start.started_at, "trials_per_case": trials_per_case,
         "pass_mark": suite.pass_mark, "status": "open",
         # Not hashed anywhere (the suite digest is of its files): plain JSON will do.
-        "suite": prepared[1] if prepared else stored_suite_json(suite),
+        "suite": _suite_handed(prepared[1]) if prepared else stored_suite_json(suite),
         "options": json.dumps({**options, "target_identity": start.target_identity},
                               sort_keys=True),
         "window_size": None if window is None else window.size,
@@ -130,9 +130,14 @@ def registration_row(start: RunStart, loaded: LoadedSuite, trials_per_case: int,
     return row, canonical(content)
 
 
-def prepared_parts(loaded: LoadedSuite) -> tuple[dict[str, Any], str]:
+def _suite_handed(spilled: Spilled) -> SpilledBody | str:
+    handed = spilled.handed()
+    return handed if isinstance(handed, SpilledBody) else handed.decode("utf-8")
+
+
+def prepared_parts(loaded: LoadedSuite) -> tuple[dict[str, Any], Spilled]:
     """What registering a run of ``loaded`` takes from the suite alone: thresholds, stored JSON."""
-    return suite_thresholds(loaded), stored_suite_json(loaded.suite)
+    return suite_thresholds(loaded), spill_suite(loaded.suite)
 
 
 class RunRecorder:
@@ -152,7 +157,7 @@ class RunRecorder:
         self._first_pending = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._failure: Exception | None = None
-        self._prepared: tuple[LoadedSuite, dict[str, Any], str] | None = None
+        self._prepared: tuple[LoadedSuite, dict[str, Any], Spilled] | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  options: dict[str, Any], window: Window | None = None, *,
@@ -169,8 +174,11 @@ class RunRecorder:
         prepared = self._prepared if self._prepared and self._prepared[0] is loaded else None
         row, content = registration_row(start, loaded, trials_per_case, options, window,
                                         max_trials=max_trials,
-                                        prepared=prepared[1:] if prepared else None)
-        holder = self.sink.register(row, content)
+                                        prepared=(prepared[1], prepared[2]) if prepared else None)
+        try:
+            holder = self.sink.register(row, content)
+        finally:
+            self.discard()
         if holder is None:
             self.run_id = start.run_id
         return holder
@@ -182,6 +190,12 @@ class RunRecorder:
         start and its first trial, where a large suite would hold the battery up.
         """
         self._prepared = (loaded, *prepared_parts(loaded))
+
+    def discard(self) -> None:
+        """Let go of what ``prepare`` made (its file), registered or not."""
+        if self._prepared is not None:
+            self._prepared[2].close()
+            self._prepared = None
 
     def reopen(self, run_id: str) -> None:
         """Continue recording an open run (``assay run --resume``)."""
@@ -236,16 +250,14 @@ class RunRecorder:
         self.flush()
         # Written a case at a time to a file the store reads: a large report's
         # text is never held by the battery's process.
-        body = spill_body(report)
-        try:
+        with spill_report(report) as spilled:
+            body = spilled.handed()
             # The summary a receipt shows is sealed too, by digest: a receipt whose
             # scores were edited no longer verifies (receipts.verify).
-            content = {"run_id": report.run_id, "report_digest": body.digest,
+            content = {"run_id": report.run_id, "report_digest": spilled.body.digest,
                        "summary": digest(summary(redact(report)))}
             index, sealed_hash = self._guarded(lambda: self.sink.seal(
                 report.run_id, sealed_columns(report, body), canonical(content), queue))
-        finally:
-            os.unlink(body.path)
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 
     def _guarded(self, call: Callable[[], _T]) -> _T:

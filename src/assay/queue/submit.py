@@ -200,7 +200,10 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
         row, content = registration_row(
             start, item, settings.trials or item.suite.trials, chosen, settings.window,
             max_trials=settings.max_trials if settings.adaptive else None, prepared=prepared)
-        holder = enqueue_run(store, app, row, content, chunks, hidden)
+        try:
+            holder = enqueue_run(store, app, row, content, chunks, hidden)
+        finally:
+            prepared[1].close()
         if holder is not None:
             raise WindowTaken(holder)
         watcher.registered(start.run_id)

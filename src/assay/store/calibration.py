@@ -21,6 +21,7 @@ from ..canonical import digest_bytes
 from . import schema
 from .database import _opinion
 from .records import OPINION_TEXTS
+from .run_texts import read_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -107,7 +108,8 @@ def _expects(connection: Connection, run_id: str,
              cases: set[str]) -> dict[str, list[tuple[str | None, Any]]]:
     """Each wanted case's assertions as (check, argument), from the suite the run stored."""
     r = schema.runs.c
-    text = connection.execute(sa.select(r.suite).where(r.run_id == run_id)).scalar()
+    text = read_text(connection, run_id, "suite",
+                     connection.execute(sa.select(r.suite).where(r.run_id == run_id)).scalar())
     try:
         body = json.loads(text)["suite"] if text else {}
         found: dict[str, list[tuple[str | None, Any]]] = {}

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from ..errors import UsageError
 from . import schema
+from .run_texts import read_text
 
 if TYPE_CHECKING:
     from .database import Store
@@ -59,16 +60,20 @@ def run_cases(store: Store, run_id: str) -> RunCases:
     with store.engine.connect() as connection:
         row = connection.execute(sa.select(r.suite_id, r.hidden_set, r.target_uri, r.report,
                                            r.suite).where(r.run_id == run_id)).first()
+        if row is not None:
+            texts = (read_text(connection, run_id, "report", row.report),
+                     read_text(connection, run_id, "suite", row.suite))
     if row is None:
         raise UsageError(f"no run {run_id} in the store (assay runs lists them)")
-    if row.report is None:
+    body, suite = texts
+    if body is None:
         raise UsageError(f"run {run_id} is not sealed: it stopped part-way (resume it with "
                          f"`assay run --resume {run_id}`, then promote from it)")
-    if row.suite is None:
+    if suite is None:
         raise UsageError(f"run {run_id} was stored before runs kept their suite: its cases' "
                          "inputs are not in the store")
-    report = json.loads(row.report)
-    stored = json.loads(row.suite)
+    report = json.loads(body)
+    stored = json.loads(suite)
     cases = {case["id"]: case for case in stored["suite"].get("cases", [])}
     order = [(case["id"], case.get("split", "public")) for case in report.get("cases", [])]
     facets = {case["id"]: dict(case.get("facets") or {}) for case in report.get("cases", [])}

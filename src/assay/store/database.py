@@ -29,6 +29,7 @@ from . import schema
 from .ledger import Ledger
 from .records import OPINION_TEXTS, Holder
 from .revision import HEAD_REVISION
+from .run_texts import read_text
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
@@ -400,7 +401,10 @@ class Store:
                             sa.select(v.case_id, v.n, v.position, v.outcome, v.evidence)
                             .where(v.run_id == run_id).order_by(v.id))]
             opinions = _opinions(connection, run_id)
-        return StoredRun(run_id, row.report, row.suite, trials, verdicts, opinions)
+            # An open run has no report yet: replay says so where it reads it.
+            report = read_text(connection, run_id, "report", row.report) or ""
+            suite = read_text(connection, run_id, "suite", row.suite)
+        return StoredRun(run_id, report, suite, trials, verdicts, opinions)
 
     def load_report(self, run_id: str) -> Report:
         """The FULL report of a run, with each trial's trace; redact before showing it."""
@@ -413,10 +417,10 @@ class Store:
                                      .where(r.run_id == run_id)).first()
             if row is None:
                 raise UsageError(f"no run {run_id} in the store")
-            if row.report is None:
+            body = read_text(connection, run_id, "report", row.report)
+            if body is None:
                 raise UsageError(f"run {run_id} is not sealed: it stopped part-way "
                                  f"(resume it with `assay run --resume {run_id}`)")
-            body = row.report
             query = (sa.select(t.case_id, t.n, b.content)
                      .join(schema.blobs, b.digest == t.trace_digest)
                      .where(t.run_id == run_id))
@@ -443,11 +447,12 @@ class Store:
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(r.report, r.status, r.seal_entry, r.seal_hash)
                                      .where(r.run_id == run_id)).first()
-        if row is None:
-            raise UsageError(f"no run {run_id} in the store")
+            if row is None:
+                raise UsageError(f"no run {run_id} in the store")
+            body = read_text(connection, run_id, "report", row.report)
         seal = (None if row.seal_entry is None
                 else {"entry": int(row.seal_entry), "hash": row.seal_hash})
-        return row.status, row.report, seal
+        return row.status, body, seal
 
     def window_holder(self, suite_id: str, target_digest: str, size: str,
                       start: str) -> Holder | None:

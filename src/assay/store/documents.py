@@ -9,8 +9,10 @@ the engine's (``engine.record.registration``).
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
@@ -104,23 +106,65 @@ def report_body(report: Report) -> bytes:
     return bytes(body)
 
 
-def spill_body(report: Report, folder: str | None = None) -> SpilledBody:
-    """Write ``report_body(report)`` to a new file in ``folder`` (default: the temporary one)."""
-    import hashlib
-    import os
-    import tempfile
+#: The largest report or suite kept whole in its ``runs`` column (bytes of JSON); a
+#: larger one is kept in parts (``run_texts``), read from its file a part at a time.
+INLINE_BYTES = 4 * 1024 * 1024
 
-    sha = hashlib.sha256()
-    handle, path = tempfile.mkstemp(prefix="assay-report-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            for piece in report_json(report.model_copy(update={"seal": None})):
-                out.write(piece)
-                sha.update(piece)
-    except BaseException:
-        os.unlink(path)
-        raise
-    return SpilledBody(path, "sha256:" + sha.hexdigest())
+
+class Spilled:
+    """Text written to a temporary file a piece at a time, for the store to read.
+
+    ``body`` names the file and the SHA-256 of its bytes (``records.SpilledBody``),
+    what a sink hands the store (which keeps it in parts, ``run_texts``). The
+    file goes when this is closed (or collected): the store has read it by then.
+    """
+
+    def __init__(self, pieces: Iterable[bytes | str], prefix: str) -> None:
+        sha = hashlib.sha256()
+        self.size = 0
+        self._file = tempfile.NamedTemporaryFile(prefix=prefix, suffix=".json")
+        try:
+            for piece in pieces:
+                data = piece.encode("utf-8") if isinstance(piece, str) else piece
+                self._file.write(data)
+                sha.update(data)
+                self.size += len(data)
+            self._file.flush()
+        except BaseException:
+            self._file.close()
+            raise
+        self.body = SpilledBody(self._file.name, "sha256:" + sha.hexdigest())
+
+    def handed(self) -> SpilledBody | bytes:
+        """What a sink is given: the file, or for a small document its bytes.
+
+        A document of up to ``INLINE_BYTES`` is stored in its ``runs`` column as
+        it always was; a larger one in parts (``run_texts``).
+        """
+        if self.size > INLINE_BYTES:
+            return self.body
+        self._file.seek(0)
+        return self._file.read()
+
+    def close(self) -> None:
+        """Remove the file."""
+        self._file.close()
+
+    def __enter__(self) -> Spilled:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def spill_report(report: Report) -> Spilled:
+    """``report_body(report)`` written to a temporary file a case at a time, and its digest."""
+    return Spilled(report_json(report.model_copy(update={"seal": None})), "assay-report-")
+
+
+def spill_suite(suite: Suite) -> Spilled:
+    """``stored_suite_json(suite)`` written to a temporary file a thousand cases at a time."""
+    return Spilled(stored_suite_pieces(suite), "assay-suite-")
 
 
 def report_digest(report: Report) -> str:

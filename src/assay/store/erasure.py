@@ -52,6 +52,7 @@ from .database import StoreError
 from .documents import report_digest
 from .heads import record_head
 from .ledger import LOCK_KEY, append_bodies, utc_stamp  # one lock for every ledger writer
+from .run_texts import in_parts, read_text, write_parts
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -200,30 +201,41 @@ def _erase_case(connection: Connection, case_id: str, run_id: str | None) -> _Er
     documents = sa.select(r.run_id, r.suite, r.report).where(sa.or_(
         r.run_id.in_(sorted({row.run_id for row in rows})),
         r.suite.contains(needle, autoescape=True),
-        r.report.contains(needle, autoescape=True)))
+        r.report.contains(needle, autoescape=True),
+        # Documents kept in parts are read whole: a needle may straddle two parts.
+        r.run_id.in_(in_parts())))
     if run_id is not None:
         documents = documents.where(r.run_id == run_id)
     holding: set[str] = {row.run_id for row in rows}
     reports: dict[str, dict[str, str | None]] = {}
     changed: set[str] = set()
     for doc in connection.execute(documents).all():
-        suite, suite_hit = _blank_suite(doc.suite, case_id)
-        report, report_hit = _blank_report(doc.report, case_id)
+        had_suite = read_text(connection, doc.run_id, "suite", doc.suite)
+        had_report = read_text(connection, doc.run_id, "report", doc.report)
+        suite, suite_hit = _blank_suite(had_suite, case_id)
+        report, report_hit = _blank_report(had_report, case_id)
         if suite_hit or report_hit:
             holding.add(doc.run_id)
         update: dict[str, Any] = {}
-        if suite is not None and suite != doc.suite:
-            update["suite"] = suite
-        if report is not None and report != doc.report:
-            update["report"] = report
-            reports[doc.run_id] = {"before": _sealed_digest(doc.report),
+        if suite is not None and suite != had_suite:
+            if doc.suite is None:  # kept in parts: rewritten in parts
+                write_parts(connection, doc.run_id, "suite", suite)
+            else:
+                update["suite"] = suite
+            changed.add(doc.run_id)
+        if report is not None and had_report is not None and report != had_report:
+            if doc.report is None:
+                write_parts(connection, doc.run_id, "report", report)
+            else:
+                update["report"] = report
+            reports[doc.run_id] = {"before": _sealed_digest(had_report),
                                    "after": _sealed_digest(report)}
             update["report_digest"] = "sha256:" + hashlib.sha256(
                 report.encode("utf-8")).hexdigest()
+            changed.add(doc.run_id)
         if update:
             connection.execute(schema.runs.update().where(r.run_id == doc.run_id)
                                .values(**update))
-            changed.add(doc.run_id)
     if not holding:
         where = f" in run {run_id}" if run_id is not None else ""
         raise UsageError(f"no case {case_id} and no content with that digest{where} "

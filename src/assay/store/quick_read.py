@@ -64,6 +64,11 @@ def report_documents(url: str | None, run_ids: list[str], head: str
                 found[run_id] = None
                 continue
             report, status, entry, hashed = row
+            if report is None:  # a large report is kept in parts (store.run_texts)
+                parts = connection.execute(
+                    "SELECT body FROM run_texts WHERE run_id = ? AND kind = 'report' "
+                    "ORDER BY part", (run_id,)).fetchall()
+                report = "".join(part for (part,) in parts) if parts else None
             seal = None if entry is None else {"entry": int(entry), "hash": hashed}
             found[run_id] = (status, report, seal)
         return found

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..canonical import digest_bytes
@@ -99,19 +98,16 @@ UNREPORTED_USAGE = '{"input_tokens":null,"output_tokens":null,"cost_usd":null}'
 
 @dataclass(frozen=True)
 class SpilledBody:
-    """A report's stored bytes (``report_body``) written to a file, and their digest.
+    """A document written to a file (``documents.Spilled``), and the digest of its bytes.
 
-    How a battery hands its report to the store: written a case at a time
-    and hashed as it goes, so the process that ran the battery never holds
-    the text of a large report; the store reads the file when it seals.
+    How a battery hands the store its report (and its suite, at
+    registration): written a case at a time and hashed as it goes, so the
+    process that ran the battery never holds the text of a large one; the
+    store reads the file a part at a time (``run_texts``).
     """
 
     path: str
     digest: str
-
-    def text(self) -> str:
-        """The report's stored text."""
-        return Path(self.path).read_text(encoding="utf-8")
 
 
 def sealed_columns(report: Report, body: bytes | SpilledBody) -> dict[str, Any]:

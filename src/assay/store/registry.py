@@ -29,6 +29,7 @@ from . import schema
 from .chain import Entry, entry_hash
 from .database import Store, StoreError
 from .ledger import LOCK_KEY, append_bodies
+from .run_texts import read_text
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -106,7 +107,8 @@ def read_runs(connection: Connection, versions: Collection[str]) -> list[Battery
 
 def _breach_names(connection: Connection, run_id: str, case_ids: set[str]) -> tuple[str, ...]:
     r = schema.runs.c
-    body = connection.scalar(sa.select(r.report).where(r.run_id == run_id))
+    body = read_text(connection, run_id, "report",
+                     connection.scalar(sa.select(r.report).where(r.run_id == run_id)))
     order: list[tuple[str, str]] = []
     report = _parse(body.encode("utf-8") if isinstance(body, str) else None) or {}
     for case in report.get("cases") or []:

@@ -206,6 +206,18 @@ schedules = sa.Table(
     sa.Column("added_at", sa.String(40), nullable=False),
 )
 
+# A run's large documents in parts (docs/decisions/0051-cases-go-to-disk.md): the
+# report (``kind`` "report") and the suite (``kind`` "suite") a battery hands over as
+# files are kept here a mebibyte of text at a time, in ``part`` order, and ``runs.report``
+# / ``runs.suite`` are NULL; the text is the parts joined (``run_texts.read_text``).
+run_texts = sa.Table(
+    "run_texts", metadata,
+    sa.Column("run_id", sa.String(64), sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("kind", sa.String(8), primary_key=True),
+    sa.Column("part", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("body", sa.Text, nullable=False),
+)
+
 blobs = sa.Table(
     "blobs", metadata,
     sa.Column("digest", sa.String(80), primary_key=True),

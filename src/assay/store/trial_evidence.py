@@ -25,6 +25,7 @@ import sqlalchemy as sa
 
 from . import schema
 from .database import _opinions
+from .run_texts import read_text
 
 if TYPE_CHECKING:
     from .database import Store
@@ -123,12 +124,13 @@ def trial_at(store: Store, run_id: str, index: int, n: int) -> HiddenTrial | Pub
             .where(r.run_id == run_id)).first()
         if row is None:
             raise TrialNotFound(f"no run {run_id} in this store")
-        if row.report is None:
+        body = read_text(connection, run_id, "report", row.report)
+        if body is None:
             raise RunNotSealed(f"run {run_id} is not sealed: its trials are shown once it is "
                                "(its page shows its progress meanwhile)")
         head = RunHead(run_id, row.suite_id, row.target_uri,
                        None if row.seal_entry is None else int(row.seal_entry))
-        cases = _cases(row.report)
+        cases = _cases(body)
         if not 1 <= index <= len(cases):
             raise TrialNotFound(f"run {run_id} has no case {index} "
                                 f"(its cases are numbered 1 to {len(cases)})")

@@ -22,6 +22,7 @@ from .bulk import insert_rows
 from .chain import Entry
 from .ledger import append_bodies
 from .records import VERDICT_COLUMNS, Holder, OpinionRecord, SpilledBody, TrialRecord
+from .run_texts import write_parts
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -127,9 +128,14 @@ def register_run(store: Store, row: dict[str, Any], content: bytes, *,
     """
     from .database import StoredTwice
 
+    suite = row.get("suite")
+    if isinstance(suite, SpilledBody):  # kept in parts, read from its file a piece at a time
+        row = {**row, "suite": None}
     try:
         with store.writing(row["run_id"]) as connection:
             connection.execute(schema.runs.insert(), row)
+            if isinstance(suite, SpilledBody):
+                write_parts(connection, row["run_id"], "suite", suite)
             append_bodies(connection, [("run-registered", content)])
             if also is not None:  # a queued run's chunks and jobs (queue.enqueue)
                 also(connection)
@@ -180,13 +186,15 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     Returns the sealing entry's index and hash (the report's ``seal``).
     """
     spilled = columns.get("report")
-    if isinstance(spilled, SpilledBody):  # read here, the one place that needs the text
-        columns = {**columns, "report": spilled.text()}
+    if isinstance(spilled, SpilledBody):  # kept in parts, read from its file a piece at a time
+        columns = {**columns, "report": None}
     with store.writing(run_id) as connection:
         sealed = append_bodies(connection, [("run-sealed", content)])[-1]
         r = schema.runs.c
         connection.execute(schema.runs.update().where(r.run_id == run_id).values(
             **columns, status="sealed", seal_entry=sealed.index, seal_hash=sealed.hash))
+        if isinstance(spilled, SpilledBody):
+            write_parts(connection, run_id, "report", spilled)
         if queue:
             from .reviews import queue_items
 

@@ -13,6 +13,8 @@ import gc
 import weakref
 from typing import TYPE_CHECKING
 
+import pytest
+
 from assay.engine.spool import CaseSpool, read_report
 from assay.grading import RunInfo, build_report, redact
 from assay.grading.report import tallied_report
@@ -106,8 +108,15 @@ def test_a_stored_report_read_back_keeps_its_bytes_and_holds_no_case() -> None:
     assert b"".join(report_json(kept)).decode() == stored
     assert b"".join(report_json(redact(kept))) == \
         redact(whole).model_dump_json(by_alias=True).encode()
+    # Read a piece at a time (a large report kept in parts): pieces cut anywhere.
+    for size in (1, 7, 500, 1 << 20):
+        pieces = read_report([stored[i:i + size] for i in range(0, len(stored), size)])
+        assert b"".join(report_json(pieces)).decode() == stored
     empty = build_report(INFO, [])
     assert read_report(empty.model_dump_json(by_alias=True)).cases == []
+    for cut in (stored[:len(stored) // 2], stored[:stored.index('"cases":[') + 12]):
+        with pytest.raises(ValueError):  # a truncated text is refused, never half read
+            read_report([cut])
 
 
 def test_cases_folded_from_recorded_trials_in_batches_give_the_battery_s_report(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import tempfile
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 from pydantic_core import PydanticSerializationError
@@ -39,6 +39,13 @@ class CaseSpool(Sequence[CaseResult]):
     def put(self, index: int, case: CaseResult) -> None:
         """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
         self.put_raw(index, case_json(case), hidden=case.split == "hidden")
+
+    def append_raw(self, data: bytes, *, hidden: bool) -> None:
+        """Keep one more case's report JSON, after the others (``read_report``)."""
+        self._start.append(-1)
+        self._length.append(0)
+        self._hidden.append(hidden)
+        self.put_raw(len(self._start) - 1, data, hidden=hidden)
 
     def put_raw(self, index: int, data: bytes, *, hidden: bool) -> None:
         """Keep a case's report JSON as given (a stored report read back, ``read_report``)."""
@@ -178,37 +185,62 @@ class Redacted(Sequence[CaseResult | HoldoutResult]):
         return list(self)
 
 
-def read_report(body: str) -> Report:
-    """A stored report's JSON (``runs.report``) as a report whose cases are in a spool.
+def read_report(text: str | Iterable[str]) -> Report:
+    """A stored report's JSON (``runs.report``, or its parts) as a report whose cases are spooled.
 
-    How a queue's submitter reads the run its workers sealed: each case is
-    parsed once, to find where it ends and its split, and kept as the very
-    text it was stored as, so the report written from it (``--json``) has the
-    stored bytes; the report model holds no case.
+    How a queue's submitter reads the run its workers sealed: the text is
+    read a piece at a time (``run_texts``), each case parsed once, to find
+    where it ends and its split, and kept as the very text it was stored
+    as, so the report written from it (``--json``) has the stored bytes; the
+    report model holds no case, and this holds about one piece of the text.
     """
+    pieces = iter([text] if isinstance(text, str) else text)
     decoder = json.JSONDecoder()
-    at = body.find(_CASES)
-    if at < 0:
-        raise ValueError("a stored report without its cases")
-    start = position = at + len(_CASES)
-    raws: list[tuple[int, int, bool]] = []
-    if body[position] != "]":
-        while True:
-            case, end = decoder.raw_decode(body, position)
-            raws.append((position, end, isinstance(case, dict) and case.get("split") == "hidden"))
-            if body[end] == "]":
-                position = end
-                break
-            if body[end] != ",":
-                raise ValueError("a stored report's cases are not a list")
-            position = end + 1
-    spool = CaseSpool(len(raws))
-    for index, (begin, end, hidden) in enumerate(raws):
-        spool.put_raw(index, body[begin:end].encode("utf-8"), hidden=hidden)
-    shell = Report.model_validate_json(body[:start] + body[position:])
+    buffer = ""
+
+    def more() -> bool:
+        nonlocal buffer
+        piece = next(pieces, None)
+        if piece is None:
+            return False
+        buffer += piece
+        return True
+
+    while (at := buffer.find(_CASES)) < 0:
+        if not more():
+            raise ValueError("a stored report without its cases")
+    head = buffer[:at + len(_CASES)]
+    buffer, position = buffer[at + len(_CASES):], 0
+    spool = CaseSpool(0)
+    while True:
+        while position >= len(buffer):
+            if not more():
+                raise ValueError("a stored report that ends within its cases")
+        if buffer[position] == "]":
+            break
+        try:
+            case, end = decoder.raw_decode(buffer, position)
+        except json.JSONDecodeError:
+            if more():  # the case goes on in the next piece
+                continue
+            raise
+        spool.append_raw(buffer[position:end].encode("utf-8"),
+                         hidden=isinstance(case, dict) and case.get("split") == "hidden")
+        position = end
+        while position >= len(buffer) and more():
+            pass
+        if position < len(buffer) and buffer[position] == ",":
+            position += 1
+        if position > _KEEP:  # what was read is let go
+            buffer, position = buffer[position:], 0
+    tail = buffer[position:] + "".join(pieces)
+    shell = Report.model_validate_json(head + tail)
     shell.__dict__["cases"] = spool
     return shell
 
+
+#: Characters of a stored report's text read past before they are let go (``read_report``).
+_KEEP = 1 << 20
 
 #: Where a stored report's cases begin (``model.result.report_json``).
 _CASES = '"cases":['

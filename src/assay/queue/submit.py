@@ -146,10 +146,10 @@ def sealed_report(store: Store, run_id: str) -> tuple[Any, None]:
     """
     from ..engine.spool import read_report
 
-    _, body, seal = store.report_document(run_id)
-    if body is None:
+    status, seal = store.run_status(run_id)
+    if status != "sealed":
         raise UsageError(f"run {run_id} is not sealed")
-    report = read_report(body)
+    report = read_report(store.report_pieces(run_id))
     report.seal = seal
     return report, None
 

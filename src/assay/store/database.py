@@ -29,7 +29,7 @@ from . import schema
 from .ledger import Ledger
 from .records import OPINION_TEXTS, Holder
 from .revision import HEAD_REVISION
-from .run_texts import read_text
+from .run_texts import read_pieces, read_text
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
@@ -453,6 +453,29 @@ class Store:
         seal = (None if row.seal_entry is None
                 else {"entry": int(row.seal_entry), "hash": row.seal_hash})
         return row.status, body, seal
+
+    def run_status(self, run_id: str) -> tuple[str, dict[str, Any] | None]:
+        """A run's status and its seal (None while open); ``UsageError`` for no such run."""
+        r = schema.runs.c
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(r.status, r.seal_entry, r.seal_hash)
+                                     .where(r.run_id == run_id)).first()
+        if row is None:
+            raise UsageError(f"no run {run_id} in the store")
+        return row.status, (None if row.seal_entry is None
+                            else {"entry": int(row.seal_entry), "hash": row.seal_hash})
+
+    def report_pieces(self, run_id: str) -> Iterator[str]:
+        """A sealed run's FULL report's stored JSON a part at a time (``run_texts``).
+
+        For a reader that goes through it once (a queue's submitter reading
+        the report its workers sealed): a large one is never held whole.
+        Nothing while the run is open.
+        """
+        r = schema.runs.c
+        with self.engine.connect() as connection:
+            inline = connection.scalar(sa.select(r.report).where(r.run_id == run_id))
+            yield from read_pieces(connection, run_id, "report", inline)
 
     def window_holder(self, suite_id: str, target_digest: str, size: str,
                       start: str) -> Holder | None:

@@ -142,6 +142,10 @@ def _newest_head(connection: Connection) -> StoredHead | None:
         StoredHead(int(newest[0]), newest[1], newest[2], newest[3], newest[4])
 
 
+#: Ledger entries read and folded into the frontier at once (``_fold``).
+_FOLD_ROWS = 4096
+
+
 def _fold(connection: Connection, known: Frontier | None
           ) -> tuple[int, list[bytes], StoredHead | None, str]:
     """(size, frontier) over the whole stored ledger, the newest stored head, the last hash."""
@@ -154,22 +158,29 @@ def _fold(connection: Connection, known: Frontier | None
             size, frontier = newest.size, nodes
     if known is not None and known.size > size and _hash_at(connection, known.size) == known.last:
         size, frontier = known.size, list(known.nodes)
-    rows = connection.execute(
-        sa.select(c.index, c.hash).where(c.index >= size).order_by(c.index)).all()
-    leaves: list[bytes] = []
-    for offset, (index, entry_hash) in enumerate(rows):
-        try:
-            leaf = bytes.fromhex(entry_hash.removeprefix("sha256:"))
-        except (AttributeError, ValueError):
-            leaf = b""
-        if int(index) != size + offset or len(leaf) != merkle.HASH_SIZE \
-                or not entry_hash.startswith("sha256:"):
-            raise HeadError(f"cannot sign a tree head: the ledger does not hold at entry "
-                            f"{size + offset} (run `assay ledger verify`)")
-        leaves.append(leaf)
-    new_size = size + len(leaves)
-    last = str(rows[-1][1]) if rows else _hash_at(connection, new_size)
-    return new_size, merkle.extend_frontier(frontier, size, leaves), newest, last
+    # Read and folded a few thousand entries at a time: a queued run's seal signs the
+    # first head after every entry its workers appended (one per trial).
+    rows = connection.execute(sa.select(c.index, c.hash).where(c.index >= size)
+                              .order_by(c.index).execution_options(stream_results=True))
+    start, seen, last_hash = size, 0, None
+    for batch in rows.partitions(_FOLD_ROWS):
+        leaves: list[bytes] = []
+        for index, entry_hash in batch:
+            try:
+                leaf = bytes.fromhex(entry_hash.removeprefix("sha256:"))
+            except (AttributeError, ValueError):
+                leaf = b""
+            if int(index) != start + seen or len(leaf) != merkle.HASH_SIZE \
+                    or not entry_hash.startswith("sha256:"):
+                raise HeadError(f"cannot sign a tree head: the ledger does not hold at entry "
+                                f"{start + seen} (run `assay ledger verify`)")
+            leaves.append(leaf)
+            seen += 1
+            last_hash = entry_hash
+        frontier = merkle.extend_frontier(frontier, start + seen - len(leaves), leaves)
+    new_size = start + seen
+    last = str(last_hash) if last_hash is not None else _hash_at(connection, new_size)
+    return new_size, frontier, newest, last
 
 
 def _hash_at(connection: Connection, size: int) -> str:

@@ -11,6 +11,8 @@ which gives the column's value, or the parts joined, or None.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -52,6 +54,18 @@ def read_text(connection: Connection, run_id: str, kind: str,
     parts = connection.execute(sa.select(c.body).where(c.run_id == run_id, c.kind == kind)
                                .order_by(c.part)).scalars().all()
     return "".join(parts) if parts else None
+
+
+def read_pieces(connection: Connection, run_id: str, kind: str,
+                inline: str | None) -> Iterator[str]:
+    """The run's ``kind`` text a part at a time (``inline`` whole, if set); nothing if none."""
+    if inline is not None:
+        yield inline
+        return
+    c = schema.run_texts.c
+    yield from connection.execute(
+        sa.select(c.body).where(c.run_id == run_id, c.kind == kind).order_by(c.part)
+        .execution_options(stream_results=True)).scalars()
 
 
 def in_parts() -> sa.Select[tuple[str]]:

@@ -37,6 +37,7 @@ from ..model import (
     TrialResult,
     Verdict,
 )
+from ..model.packed import PackedCases
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
@@ -208,8 +209,14 @@ class Battery:
             self.adaptive = adapts if any(adapts.values()) else None
         #: Per case position, the trials planned so far: an adaptive case's grows one at a time.
         self._expected = array("l", [0]) * len(cases)
-        for index in self._indices:
-            self._expected[index] = self._first_trials(index, cases[index])
+        if only is None and self.adaptive is None and isinstance(cases, PackedCases):
+            # Each case's own trials, read without making 100,000 cases to read one field.
+            fallback = options.trials or loaded.suite.trials
+            for index, own in enumerate(cases.trials()):
+                self._expected[index] = options.trials or own or fallback
+        else:
+            for index in self._indices:
+                self._expected[index] = self._first_trials(index, cases[index])
 
     def trials_for(self, case: Case) -> int:
         """Trials of one case: the override, else the case's, else the suite's."""

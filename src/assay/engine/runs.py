@@ -435,11 +435,11 @@ def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetting
     Checked before anything runs: a missing judge is a usage error now, not
     a battery of inconclusive trials later.
     """
-    from ..judging.panel import Panel, asks_opinions
+    from ..judging.panel import Panel, suite_asks_opinions
 
     seen: set[int] = set()
     for item, _ in plans:
-        if id(item) in seen or not any(asks_opinions(case) for case in item.suite.cases):
+        if id(item) in seen or not suite_asks_opinions(item.suite.cases):
             continue
         seen.add(id(item))
         Panel(item.suite, _judge_options(settings))
@@ -556,9 +556,9 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                              adaptive=settings.adaptive, max_trials=settings.max_trials)
     resume = recording.resume if recording is not None else None
     panel = None
-    from ..judging.panel import Panel, asks_opinions
+    from ..judging.panel import Panel, suite_asks_opinions
 
-    if any(asks_opinions(case) for case in item.suite.cases):
+    if suite_asks_opinions(item.suite.cases):
         panel = Panel(item.suite, _judge_options(settings))
     battery = Battery(item, target, options, resume=resume, panel=panel)
     recorder: RunRecorder | None = None

@@ -25,7 +25,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,17 @@ class _Question:
 def asks_opinions(case: Case) -> bool:
     """Whether any of the case's assertions is read from opinions."""
     return any(reads_opinions(a) for a in case.expect)
+
+
+def suite_asks_opinions(cases: Sequence[Case]) -> bool:
+    """Whether any case asks opinions (packed cases are read by their check names only)."""
+    from ..checks.registry import REGISTRY
+    from ..model.packed import PackedCases
+
+    if not isinstance(cases, PackedCases):
+        return any(asks_opinions(case) for case in cases)
+    judged = {name for name, check in REGISTRY.items() if check.opinions}
+    return any(name in judged for names in cases.checks() for name in names)
 
 
 class Panel:

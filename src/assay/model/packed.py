@@ -76,8 +76,10 @@ _CASE = _Layout(Case)
 _ASSERTION = _Layout(Assertion)
 _CASE_EXPECT = _CASE.names.index("expect")
 _CASE_SPLIT = _CASE.names.index("split")
+_CASE_TRIALS = _CASE.names.index("trials")
 _CASE_FILE = _CASE.names.index("file")
 _ASSERTION_FILE = _ASSERTION.names.index("file")
+_ASSERTION_CHECK = _ASSERTION.names.index("check")
 
 
 class PackedCases(Sequence[Case]):
@@ -183,6 +185,17 @@ class PackedCases(Sequence[Case]):
         """Each case's id, in order, without making the cases (a fifth of the cost)."""
         for row in self._rows():
             yield row[1].id if row[0] is None else row[0]
+
+    def trials(self) -> Iterator[int | None]:
+        """Each case's own ``trials`` (None: the suite's), without making the cases."""
+        for row in self._rows():
+            yield row[1].trials if row[0] is None else row[_CASE_TRIALS]
+
+    def checks(self) -> Iterator[list[str]]:
+        """Each case's assertions' check names, in order, without making the cases."""
+        for row in self._rows():
+            yield [a.check for a in row[1].expect] if row[0] is None else \
+                [inner[_ASSERTION_CHECK] for inner in row[_CASE_EXPECT]]
 
     def assertion_files(self) -> Iterator[tuple[str, list[str | None]]]:
         """Each case's id and the file of each of its assertions, without making the cases."""

@@ -142,3 +142,24 @@ def test_cases_folded_from_recorded_trials_in_batches_give_the_battery_s_report(
     assert by_case["c3"].outcome == "fail" and by_case["c4"].outcome != "pass"
     expected = [c for c in ran.cases if c.id != "c4"]
     assert [c for c in report.cases if c.id != "c4"] == expected
+
+
+def test_readers_that_ask_outcomes_get_the_lists_answers_without_reading_every_case() -> None:
+    from assay.reports.common import has_scores, not_passed
+    from assay.review.queue import sealed_items
+
+    listed = [case(i) for i in range(90)]
+    listed[7] = listed[7].model_copy(update={"score": 0.5})
+    whole = build_report(INFO, listed)
+    kept = tallied_report(INFO, Tally.of(listed), spooled(listed))
+    stored = read_report(b"".join(report_json(whole)).decode())
+    for policy in ("both", "failing", "inconclusive", "none"):
+        expected = sealed_items(whole, policy, "t")
+        assert sealed_items(kept, policy, "t") == expected
+        assert sealed_items(stored, policy, "t") == expected
+    assert len(sealed_items(kept, "both", "t")) == 45  # every failing trial, holdouts named
+    assert any(item["label"] == "holdout-1" for item in sealed_items(kept, "both", "t"))
+    for report in (kept, stored):
+        assert not_passed(report, 10) == not_passed(whole, 10)
+        assert not_passed(redact(report), 200) == not_passed(redact(whole), 200)
+        assert has_scores(report) and has_scores(redact(report)) is has_scores(redact(whole))

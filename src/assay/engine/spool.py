@@ -24,6 +24,11 @@ from pydantic_core import PydanticSerializationError
 
 from ..model.result import CaseResult, HoldoutResult, Report
 
+#: A case's outcome, and a trial's, by code.
+OUTCOMES = ("pass", "fail", "inconclusive", "broken")
+_SCORED = 1
+_TRIAL = 2
+
 
 class CaseSpool(Sequence[CaseResult]):
     """``size`` case results by position, each ``put`` once, kept as JSON in a temporary file."""
@@ -34,23 +39,54 @@ class CaseSpool(Sequence[CaseResult]):
         self._length = array("q", [0]) * size
         #: Per position, 1 for a hidden case (its redacted view names it holdout-N).
         self._hidden = bytearray(size)
+        #: Per position, what a reader may ask without parsing the case: its outcome
+        #: (``OUTCOMES``), and ``_SCORED`` plus a bit per outcome its trials had.
+        self._outcome = bytearray(size)
+        self._facts = bytearray(size)
         self._end = 0
 
     def put(self, index: int, case: CaseResult) -> None:
         """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
-        self.put_raw(index, case_json(case), hidden=case.split == "hidden")
+        self.put_raw(index, case_json(case), split=case.split, outcome=case.outcome,
+                     score=case.score, trials=[t.outcome for t in case.trials])
 
-    def append_raw(self, data: bytes, *, hidden: bool) -> None:
+    def append_raw(self, data: bytes, **facts: Any) -> None:
         """Keep one more case's report JSON, after the others (``read_report``)."""
         self._start.append(-1)
         self._length.append(0)
-        self._hidden.append(hidden)
-        self.put_raw(len(self._start) - 1, data, hidden=hidden)
+        self._hidden.append(0)
+        self._outcome.append(0)
+        self._facts.append(0)
+        self.put_raw(len(self._start) - 1, data, **facts)
 
-    def put_raw(self, index: int, data: bytes, *, hidden: bool) -> None:
-        """Keep a case's report JSON as given (a stored report read back, ``read_report``)."""
-        self._hidden[index] = hidden
+    def put_raw(self, index: int, data: bytes, *, split: str, outcome: str,
+                score: float | None, trials: list[str]) -> None:
+        """Keep a case's report JSON as given, with what readers ask of it unparsed."""
+        self._hidden[index] = split == "hidden"
+        self._outcome[index] = OUTCOMES.index(outcome) if outcome in OUTCOMES else 0
+        facts = _SCORED if score is not None else 0
+        for trial in trials:
+            if trial in OUTCOMES:
+                facts |= _TRIAL << OUTCOMES.index(trial)
+        self._facts[index] = facts
         self._write(index, data)
+
+    def outcomes(self) -> list[str]:
+        """Each case's outcome, in order, without reading a case."""
+        return [OUTCOMES[code] for code in self._outcome]
+
+    def splits(self) -> list[str]:
+        """Each case's split, in order, without reading a case."""
+        return ["hidden" if flag else "public" for flag in self._hidden]
+
+    def scored(self) -> bool:
+        """Whether a case has a number from opinions (its ``score``)."""
+        return any(facts & _SCORED for facts in self._facts)
+
+    def trial_outcomes(self, index: int) -> set[str]:
+        """The outcomes the case's trials had, without reading it."""
+        facts = self._facts[index]
+        return {name for i, name in enumerate(OUTCOMES) if facts & (_TRIAL << i)}
 
     def _write(self, index: int, data: bytes) -> None:
         file = self._file
@@ -157,8 +193,26 @@ class Redacted(Sequence[CaseResult | HoldoutResult]):
         return self._holdout(index) if self._spool._hidden[index] else self._spool[index]
 
     def _holdout(self, index: int) -> HoldoutResult:
-        outcome = json.loads(self._spool.raw(index))["outcome"]
-        return HoldoutResult(id=f"holdout-{self._rank[index] + 1}", outcome=outcome)
+        outcome = OUTCOMES[self._spool._outcome[index]]
+        return HoldoutResult(id=f"holdout-{self._rank[index] + 1}", outcome=outcome)  # type: ignore[arg-type]
+
+    def outcomes(self) -> list[str]:
+        """Each case's outcome, in order (a holdout's is its case's)."""
+        return self._spool.outcomes()
+
+    def splits(self) -> list[str]:
+        """Each case's split, in order."""
+        return self._spool.splits()
+
+    def scored(self) -> bool:
+        """Whether a public case has a score (a holdout shows none)."""
+        spool = self._spool
+        return any(facts & _SCORED and not hidden
+                   for facts, hidden in zip(spool._facts, spool._hidden, strict=True))
+
+    def trial_outcomes(self, index: int) -> set[str]:
+        """The outcomes of the case's trials (a holdout shows no trial)."""
+        return set() if self._spool._hidden[index] else self._spool.trial_outcomes(index)
 
     def raws(self) -> Iterator[bytes]:
         """Each case's JSON as the redacted report writes it."""
@@ -224,8 +278,12 @@ def read_report(text: str | Iterable[str]) -> Report:
             if more():  # the case goes on in the next piece
                 continue
             raise
-        spool.append_raw(buffer[position:end].encode("utf-8"),
-                         hidden=isinstance(case, dict) and case.get("split") == "hidden")
+        if not isinstance(case, dict):
+            raise ValueError("a stored report's case is not an object")
+        trials = case.get("trials") or []
+        spool.append_raw(buffer[position:end].encode("utf-8"), split=case.get("split"),
+                         outcome=case.get("outcome"), score=case.get("score"),
+                         trials=[t.get("outcome") for t in trials if isinstance(t, dict)])
         position = end
         while position >= len(buffer) and more():
             pass

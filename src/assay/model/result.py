@@ -302,6 +302,18 @@ class KeptCases(Protocol):
     def redacted(self) -> Sequence[CaseResult | HoldoutResult]:
         """The cases as they may leave the harness (``grading.report.redact``)."""
 
+    def outcomes(self) -> list[str]:
+        """Each case's outcome, in order, without reading the cases."""
+
+    def splits(self) -> list[str]:
+        """Each case's split, in order, without reading the cases."""
+
+    def scored(self) -> bool:
+        """Whether a case shows a number from opinions (a ``score``)."""
+
+    def trial_outcomes(self, index: int) -> set[str]:
+        """The outcomes of one case's trials, without reading it."""
+
 
 #: Where a report's cases go in its JSON: ``cases`` is followed by ``interrupted``,
 #: which is never left out.

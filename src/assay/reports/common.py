@@ -28,7 +28,22 @@ def why(case: CaseResult | HoldoutResult) -> str:
 
 def has_scores(report: Report) -> bool:
     """Whether any shown case has a number from opinions (a ``score`` column is then shown)."""
+    from ..model.result import KeptCases
+
+    if isinstance(report.cases, KeptCases):  # read back as asked for: asked without reading
+        return report.cases.scored()
     return any(getattr(case, "score", None) is not None for case in report.cases)
+
+
+def not_passed(report: Report, limit: int) -> list[CaseResult | HoldoutResult]:
+    """The first ``limit`` cases that did not pass, in order."""
+    from ..model.result import KeptCases
+
+    cases = report.cases
+    if isinstance(cases, KeptCases):  # only these are read back
+        chosen = [i for i, outcome in enumerate(cases.outcomes()) if outcome != "pass"]
+        return [report.cases[i] for i in chosen[:limit]]
+    return [c for c in cases if c.outcome != "pass"][:limit]
 
 
 def score_cell(case: CaseResult | HoldoutResult) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
-from .common import has_scores, pct, score_cell, trials_text, verdict_line, why
+from .common import has_scores, not_passed, pct, score_cell, trials_text, verdict_line, why
 from .cost import cost_line, judge_cost_line, usd_cell
 from .safe import inert, shown
 
@@ -39,8 +39,7 @@ def print_report(console: Console, report: Report) -> None:
     if scored:  # only when opinions gave numbers: other tables keep their columns
         table.add_column("score", justify="right")
     table.add_column("why", overflow="fold")
-    interesting = [c for c in report.cases if c.outcome != "pass"]
-    listed = report.cases if len(report.cases) <= MAX_ROWS else interesting[:MAX_ROWS]
+    listed = report.cases if len(report.cases) <= MAX_ROWS else not_passed(report, MAX_ROWS)
     for case in listed:
         outcome = Text(case.outcome, style=STYLE[case.outcome])
         name = shown(case.id, one_line=True)

@@ -67,6 +67,21 @@ def sealed_items(report: Report, policy: str, added_at: str) -> list[dict[str, A
     wanted = outcomes_queued(policy)
     if not wanted:
         return []
+    from ..model.result import KeptCases
+
+    cases = report.cases
+    if isinstance(cases, KeptCases):  # only the cases with such a trial are read back
+        hidden = 0
+        items: list[dict[str, Any]] = []
+        for index, split in enumerate(cases.splits()):
+            hidden += split == "hidden"
+            if not cases.trial_outcomes(index) & wanted:
+                continue
+            case = cases[index]
+            label = f"holdout-{hidden}" if split == "hidden" else case.id
+            items.extend(_item(report, case, label, trial, "run", added_at)
+                         for trial in getattr(case, "trials", []) if trial.outcome in wanted)
+        return items
     return [_item(report, case, label, trial, "run", added_at)
             for case, label in labelled(report)
             for trial in getattr(case, "trials", []) or [] if trial.outcome in wanted]

@@ -325,10 +325,12 @@ COLLECT_EVERY = 500
 class _HeldCollector:
     """The cyclic collector held off while a battery runs, unless the process grows.
 
-    A battery keeps every result until its report: each pass of the
-    collector over the run rescans these long-lived objects and frees
-    nothing (at ten thousand trials, ten passes of 30 ms each, all on the
-    battery's thread). So automatic collection is off while it runs. Every
+    A battery's trials make objects by the thousand that reference
+    counting frees (a final case goes to disk, docs/decisions/0051); the
+    collector's passes meanwhile rescan whatever lives through a trial and
+    free next to nothing, all on the battery's thread (when the battery
+    kept every result, ten passes of 30 ms each at ten thousand trials).
+    So automatic collection is off while it runs. Every
     ``every`` finished trials the process's resident size is read (one
     system call); once it has grown by ``limit`` bytes since the battery
     began or since the last collection, say because an agent makes

@@ -275,8 +275,9 @@ def test_a_suite_judged_by_the_claude_host_through_a_whole_run(claude: Host) -> 
     import sys
     sys.path.insert(0, str(claude.root))
     try:
+        db = f"sqlite:///{claude.root / 'judged.db'}"
         [result] = run_suites(lambda: [load_suite_file(path)], [], RunSettings(
-            judges=JudgeOptions(cache=False)), db=None, store=False)
+            judges=JudgeOptions(cache=False)), db=db)
     finally:
         sys.path.remove(str(claude.root))
     assert result.report is not None, result.harness_failure
@@ -285,7 +286,15 @@ def test_a_suite_judged_by_the_claude_host_through_a_whole_run(claude: Host) -> 
     [trial] = case.trials
     [verdict] = trial.verdicts
     assert verdict.provenance.startswith("judge:") and verdict.outcome == "pass"
-    [opinion] = trial.opinions[0]
+    # What the judge said is the store's (the report keeps outcomes and costs).
+    from assay.store.database import open_store
+
+    store = open_store(db)
+    try:
+        recorded = store.load_trials(result.report.run_id)[case.id, trial.n]
+    finally:
+        store.close()
+    [opinion] = recorded.opinions[0]
     assert opinion.stream is not None and opinion.cost_observed
     cost = result.report.cost
     assert (cost.judge_calls, cost.judge_input_tokens, cost.judge_output_tokens) == (1, 90, 4)

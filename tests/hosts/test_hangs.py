@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import textwrap
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from anthropic_stub import Turn, text, tool
@@ -47,34 +48,35 @@ cases:
 
 
 def battery(host: Host, uri: str, name: str, forbidden: str,
-            asked: Callable[[], bool]) -> CaseResult:
+            asked: Callable[[], bool]) -> tuple[CaseResult, Any]:
+    """The case's result and its one trial's trace (a report keeps none: the store does)."""
     host.folder("docs", {"notes.txt": "the code word is HERON\n"})
     suite = host.root / f"{name}.suite.yaml"
     suite.write_text(SUITE.format(name=name, timeout=TIMEOUT_S, forbidden=forbidden))
 
-    report = run_moving_on(Battery(load_suite_file(suite), host.target(uri),
-                                   BatteryOptions()).run(), asked, TIMEOUT_S)
+    traces: list[Any] = []
+    made = Battery(load_suite_file(suite), host.target(uri), BatteryOptions())
+    made.on_result = lambda case, result: traces.append(result.trace)
+    report = run_moving_on(made.run(), asked, TIMEOUT_S)
     (case,) = report.cases
     assert isinstance(case, CaseResult)
-    for trial in case.trials:
-        if trial.trace is not None:
-            host.traces.append(trial.trace)  # the fixture checks them for the canary key
-    return case
+    host.traces.extend(t for t in traces if t is not None)  # the fixture checks the canary
+    assert len(traces) == 1
+    return case, traces[0]
 
 
 def test_claude_hanging_after_a_read_fails_never_calls(claude: Host) -> None:
     hang = Turn([text("too late")], delay_s=600)
     claude.stub.reply([tool("Read", "t1", file_path="notes.txt")], hang)
-    case = battery(claude, "claude", "claude", "Read",
-                   lambda: any(claude.stub.turn_for(body) is hang
-                               for body in claude.stub.model_calls()))
+    case, trace = battery(claude, "claude", "claude", "Read",
+                          lambda: any(claude.stub.turn_for(body) is hang
+                                      for body in claude.stub.model_calls()))
     (trial,) = case.trials
     assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
     never, budget = trial.verdicts
     assert (never.outcome, never.evidence) == ("fail", Evidence.OBSERVED)
     # The totals come with the result line, which never came: not 0, unavailable.
     assert (budget.outcome, budget.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
-    trace = trial.trace
     assert trace is not None and trace.partial
     assert (trace.status, trace.exit_code) == ("timeout", None)
     assert trace.error == f"timed out after {TIMEOUT_S}s"
@@ -89,16 +91,15 @@ def test_claude_hanging_after_a_read_fails_never_calls(claude: Host) -> None:
 def test_codex_hanging_after_a_shell_command_fails_never_calls(codex: Host) -> None:
     codex.stub.reply([say("Reading."), call("exec_command", cmd="cat notes.txt")],
                      Reply([say("too late")], delay_s=600))
-    case = battery(codex, codex.codex_uri("-s", "workspace-write"), "codex", "shell",
-                   lambda: any(codex.stub.turn_for(body) == 1  # the second reply: never
-                               for body in codex.stub.model_calls()))
+    case, trace = battery(codex, codex.codex_uri("-s", "workspace-write"), "codex", "shell",
+                          lambda: any(codex.stub.turn_for(body) == 1  # the second: never
+                                      for body in codex.stub.model_calls()))
     (trial,) = case.trials
     assert case.outcome == "fail" and trial.outcome == "fail", trial.reason
     never, budget = trial.verdicts
     assert never.outcome == "fail" and "shell" in never.note
     # turn.completed carries the tokens, and it never came.
     assert (budget.outcome, budget.evidence) == ("inconclusive", Evidence.UNAVAILABLE)
-    trace = trial.trace
     assert trace is not None and trace.partial and trace.status == "timeout"
     calls = [(e.name, e.arguments) for e in trace.events if e.kind == "tool_call"]
     assert calls == [("shell", {"command": "cat notes.txt"})]

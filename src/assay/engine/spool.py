@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import tempfile
+from abc import abstractmethod
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from pydantic_core import PydanticSerializationError
 
@@ -30,7 +31,48 @@ _SCORED = 1
 _TRIAL = 2
 
 
-class CaseSpool(Sequence[CaseResult]):
+_T = TypeVar("_T", CaseResult, CaseResult | HoldoutResult)
+
+
+class _ReadBack(Sequence[_T]):
+    """A sequence whose items are made when asked for (``_at``): indexing, slices, equality."""
+
+    @abstractmethod
+    def _at(self, index: int) -> _T:
+        """The item at ``index`` (in range), read back."""
+
+    @overload
+    def __getitem__(self, index: int) -> _T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[_T]: ...
+
+    def __getitem__(self, index: int | slice) -> _T | list[_T]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("case index out of range")
+        return self._at(index)
+
+    def __iter__(self) -> Iterator[_T]:
+        for index in range(len(self)):
+            yield self._at(index)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[_T]:
+        # A deep copy of a report is a report that holds its own cases.
+        return list(self)
+
+
+class CaseSpool(_ReadBack[CaseResult]):
     """``size`` case results by position, each ``put`` once, kept as JSON in a temporary file."""
 
     def __init__(self, size: int) -> None:
@@ -119,45 +161,19 @@ class CaseSpool(Sequence[CaseResult]):
         """The cases as they may leave the harness: each hidden one as ``holdout-N``."""
         return Redacted(self)
 
-    @overload
-    def __getitem__(self, index: int) -> CaseResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[CaseResult]: ...
-
-    def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("case index out of range")
+    def _at(self, index: int) -> CaseResult:
         return CaseResult.model_validate_json(self.raw(index))
-
-    def __iter__(self) -> Iterator[CaseResult]:
-        for index in range(len(self)):
-            yield self[index]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"CaseSpool({len(self)} cases)"
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[CaseResult]:
-        # A deep copy of a report is a report that holds its own cases.
-        return list(self)
 
     def close(self) -> None:
         """Let the file go now rather than when the spool is collected."""
         self._file.close()
 
 
-class Redacted(Sequence[CaseResult | HoldoutResult]):
+class Redacted(_ReadBack[CaseResult | HoldoutResult]):
     """A spool's cases with each hidden one as ``holdout-N`` (N its rank among them).
 
     ``grading.report.redact`` over a spool: nothing of a hidden case but its
@@ -177,19 +193,7 @@ class Redacted(Sequence[CaseResult | HoldoutResult]):
     def __len__(self) -> int:
         return len(self._spool)
 
-    @overload
-    def __getitem__(self, index: int) -> CaseResult | HoldoutResult: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[CaseResult | HoldoutResult]: ...
-
-    def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("case index out of range")
+    def _at(self, index: int) -> CaseResult | HoldoutResult:
         return self._holdout(index) if self._spool._hidden[index] else self._spool[index]
 
     def _holdout(self, index: int) -> HoldoutResult:
@@ -223,20 +227,6 @@ class Redacted(Sequence[CaseResult | HoldoutResult]):
     def redacted(self) -> Redacted:
         """Already redacted: itself."""
         return self
-
-    def __iter__(self) -> Iterator[CaseResult | HoldoutResult]:
-        for index in range(len(self)):
-            yield self[index]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> list[CaseResult | HoldoutResult]:
-        return list(self)
 
 
 def read_report(text: str | Iterable[str]) -> Report:

@@ -17,6 +17,7 @@ from . import __version__
 from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
+from .commands.config import config
 from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
@@ -55,6 +56,8 @@ class _Assay(click.Group):
     """
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        if "default_map" not in kwargs and not _asking_for_help():
+            kwargs["default_map"] = _file_settings(self)
         try:
             return super().main(*args, **kwargs)
         except OSError as error:
@@ -74,6 +77,24 @@ class _Assay(click.Group):
             except OSError:
                 pass  # stderr is gone too: the exit code still says it
             sys.exit(EXIT_HARNESS)
+
+
+def _asking_for_help() -> bool:
+    return any(arg in ("-h", "--help", "--version") for arg in sys.argv[1:])
+
+
+def _file_settings(group: click.Group) -> dict[str, Any]:
+    """The settings file's values as the commands' defaults (``settings``); exit 2 if it is bad."""
+    from .errors import UsageError
+    from .settings import default_map, load
+
+    try:
+        return default_map(load(), group)
+    except UsageError as error:
+        from .commands.common import fail
+
+        fail(error)
+        raise  # fail() exits
 
 
 @click.group(cls=_Assay, context_settings={"help_option_names": ["-h", "--help"]})
@@ -102,6 +123,7 @@ main.add_command(proxy)
 main.add_command(serve)
 main.add_command(worker)
 main.add_command(schedule)
+main.add_command(config)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ from .commands.config import config
 from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
+from .commands.init import init
 from .commands.judges import judges
 from .commands.ledger import ledger
 from .commands.listing import list_
@@ -124,6 +125,7 @@ main.add_command(serve)
 main.add_command(worker)
 main.add_command(schedule)
 main.add_command(config)
+main.add_command(init)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""Settings in pyproject.toml [tool.assay] or assay.toml: flags win, then the environment (SPEC §13)."""
+"""Settings in pyproject.toml [tool.assay] or assay.toml: flags, then the environment, win."""
 
 from __future__ import annotations
 

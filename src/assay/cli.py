@@ -21,6 +21,7 @@ from .commands.config import config
 from .commands.drift import drift
 from .commands.erase import erase
 from .commands.gate import gate
+from .commands.imports import import_
 from .commands.init import init
 from .commands.judges import judges
 from .commands.ledger import ledger
@@ -126,6 +127,7 @@ main.add_command(worker)
 main.add_command(schedule)
 main.add_command(config)
 main.add_command(init)
+main.add_command(import_)
 
 
 if __name__ == "__main__":  # pragma: no cover

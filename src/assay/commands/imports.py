@@ -1,0 +1,71 @@
+"""``assay import promptfoo CONFIG``: a suite from a format people already have (SPEC §13)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..errors import AssayError, UsageError
+from .common import fail
+
+
+@click.group("import")
+def import_() -> None:
+    """Turn another tool's files into assay's."""
+
+
+@import_.command("promptfoo")
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("evals"), show_default=True, help="The folder the suite goes in.")
+@click.option("--force", is_flag=True, help="Replace a suite file of the same name.")
+def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
+    """Write a suite from a promptfoo config, naming every part it could not map.
+
+    Each test and prompt becomes a case whose input is the prompt with the
+    test's vars filled in; the first openai: provider becomes the target;
+    equals, contains, icontains, not-contains, regex, starts-with,
+    contains-all, contains-any, llm-rubric, similar and cost become assay's
+    checks. Everything else is listed (and kept in the suite's header
+    comment); exit 0 once the suite is written and loads.
+    """
+    import yaml
+    from rich.console import Console
+
+    from ..imports.promptfoo import import_config
+    from ..reports.safe import shown
+    from ..suites import load_suite_file
+
+    try:
+        imported = import_config(config)
+        name = imported.suite["suite"].split("/", 1)[1].split("@", 1)[0]
+        target = out_dir / f"{name}.suite.yaml"
+        if target.exists() and not force:
+            raise UsageError(f"{target} exists already; nothing was written (--force "
+                             "replaces it)")
+        header = [f"# Imported by `assay import promptfoo {config}`."]
+        if imported.unmapped:
+            header.append("# Not mapped (add checks of your own for these):")
+            header.extend(f"#   - {line}" for line in imported.unmapped)
+        text = "\n".join(header) + "\n" + yaml.safe_dump(
+            imported.suite, sort_keys=False, allow_unicode=True, width=100)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".suite.yaml", dir=out_dir,
+                                         delete=False, encoding="utf-8") as draft:
+            draft.write(text)
+        try:
+            load_suite_file(Path(draft.name))  # what is written loads as a suite
+            Path(draft.name).replace(target)
+        finally:
+            Path(draft.name).unlink(missing_ok=True)
+    except AssayError as error:
+        fail(error)
+        return
+    out = Console(soft_wrap=True)
+    cases = len(imported.suite["cases"])
+    out.print(shown(f"wrote {target}: {cases} case(s)"
+                    + ("" if "target" in imported.suite else "; no target: give --target")))
+    for line in imported.unmapped:
+        out.print(shown(f"not mapped: {line}"))

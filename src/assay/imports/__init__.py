@@ -1,0 +1,1 @@
+"""Formats people already have, turned into assay's (SPEC §13): ``assay import``."""

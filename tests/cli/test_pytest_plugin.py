@@ -127,3 +127,19 @@ def test_the_plugin_is_registered_for_pytest(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True,
                           text=True, cwd=tmp_path, timeout=120)
     assert "--assay-db" in done.stdout and "assay_suites" in done.stdout
+
+
+def test_a_shipped_example_under_pytest(project: Project) -> None:
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "extraction",
+                    project.root / "extraction",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    whole = pytest_in(project, "extraction", "-q")
+    assert whole.code == 0, whole.out + whole.err
+    assert "9 passed" in whole.out  # six public cases, three sample hidden ones
+    assert "demo/extraction.table@1: recorded as run" in whole.out
+    picked = pytest_in(project, "extraction", "-k", "markdown or quoted", "-q")
+    assert picked.code == 0 and "2 passed, 7 deselected" in picked.out
+    none = pytest_in(project, "extraction", "-k", "no-such-case", "-q")
+    assert none.code == 5  # pytest's own "no tests ran"

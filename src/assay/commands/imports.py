@@ -69,3 +69,74 @@ def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
                     + ("" if "target" in imported.suite else "; no target: give --target")))
     for line in imported.unmapped:
         out.print(shown(f"not mapped: {line}"))
+
+
+@import_.command("inspect")
+@click.argument("log", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("evals"), show_default=True,
+              help="The folder the recording and the suite go in.")
+@click.option("--force", is_flag=True, help="Replace files of the same names.")
+def inspect(log: Path, out_dir: Path, force: bool) -> None:
+    """Store an Inspect AI log's samples as recorded traces, with a suite that grades them.
+
+    Writes NAME.jsonl (a scripted: recording: each sample's answer, tool
+    calls and usage, one trial per epoch) and NAME.suite.yaml (a case per
+    sample, its checks from the log's scorers: includes, exact, match,
+    model_graded_qa/fact); `assay run` then grades and records them. Any
+    other scorer is named. Needs `pip install 'assay[inspect]'`.
+    """
+    import yaml
+    from rich.console import Console
+
+    from ..errors import SuiteError
+    from ..imports.inspect_log import import_log, recording_text
+    from ..model import Trace
+    from ..reports.safe import shown
+    from ..suites import load_suite_file
+
+    try:
+        stem = log.name.removesuffix(".eval").removesuffix(".json")
+        stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in stem) or "inspect"
+        recording = out_dir / f"{stem}.jsonl"
+        imported = import_log(log, recording.name)
+        name = imported.suite["suite"].split("/", 1)[1].split("@", 1)[0]
+        suite_path = out_dir / f"{name}.suite.yaml"
+        for path in (recording, suite_path):
+            if path.exists() and not force:
+                raise UsageError(f"{path} exists already; nothing was written (--force "
+                                 "replaces it)")
+        for number, line in enumerate(imported.lines, 1):
+            body = {k: v for k, v in line.items() if k not in ("case", "trial")}
+            try:
+                Trace.model_validate(body)
+            except ValueError as error:
+                raise SuiteError(str(log), None, f"sample line {number} does not make a "
+                                 f"trace: {str(error).splitlines()[0]}") from None
+        header = [f"# Imported by `assay import inspect {log}`: each case replays the "
+                  f"sample's recorded answer ({recording.name})."]
+        if imported.scored:
+            header.append(f"# {imported.scored}.")
+        if imported.unmapped:
+            header.append("# Not mapped (add checks of your own for these):")
+            header.extend(f"#   - {what}" for what in imported.unmapped)
+        text = "\n".join(header) + "\n" + yaml.safe_dump(
+            imported.suite, sort_keys=False, allow_unicode=True, width=100)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        draft = out_dir / f".{name}.draft.suite.yaml"
+        draft.write_text(text, encoding="utf-8")
+        try:
+            load_suite_file(draft)  # what is written loads as a suite
+        finally:
+            draft.unlink(missing_ok=True)
+        recording.write_text(recording_text(imported.lines), encoding="utf-8")
+        suite_path.write_text(text, encoding="utf-8")
+    except AssayError as error:
+        fail(error)
+        return
+    out = Console(soft_wrap=True)
+    out.print(shown(f"wrote {recording}: {len(imported.lines)} recorded trial(s)"))
+    out.print(shown(f"wrote {suite_path}: {len(imported.suite['cases'])} case(s)"
+                    + (f"; {imported.scored}" if imported.scored else "")))
+    for what in imported.unmapped:
+        out.print(shown(f"not mapped: {what}"))

@@ -22,7 +22,7 @@ def import_() -> None:
               default=Path("evals"), show_default=True, help="The folder the suite goes in.")
 @click.option("--force", is_flag=True, help="Replace a suite file of the same name.")
 def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
-    """Write a suite from a promptfoo config, naming every part it could not map.
+    """Write a suite from a promptfoo config; name what did not map.
 
     Each test and prompt becomes a case whose input is the prompt with the
     test's vars filled in; the first openai: provider becomes the target;
@@ -78,7 +78,7 @@ def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
               help="The folder the recording and the suite go in.")
 @click.option("--force", is_flag=True, help="Replace files of the same names.")
 def inspect(log: Path, out_dir: Path, force: bool) -> None:
-    """Store an Inspect AI log's samples as recorded traces, with a suite that grades them.
+    """Store an Inspect AI log's samples as traces, with a suite.
 
     Writes NAME.jsonl (a scripted: recording: each sample's answer, tool
     calls and usage, one trial per epoch) and NAME.suite.yaml (a case per

@@ -18,7 +18,9 @@ from .common import fail
                    "or an MCP server over stdio (mcp).")
 @click.option("--force", is_flag=True, help="Replace files of the example that exist.")
 def init(folder: Path, kind: str, force: bool) -> None:
-    """Write a commented example suite and agent into FOLDER/evals/ (default: here).
+    """Write a commented example suite and agent into FOLDER/evals/.
+
+    FOLDER is this one unless given.
 
     The example runs green at once, offline: `assay run evals`. Its comments
     say what each part does; replace the agent with yours and the cases

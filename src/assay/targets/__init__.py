@@ -8,7 +8,7 @@ from .base import Partial, Target, TargetOptions, TrialBroken, TrialRequest
 #: Schemes named in SPEC §4 that this version cannot run yet (none, today).
 PLANNED: dict[str, str] = {}
 
-SCHEMES = ("python:, scripted:, http://, https://, mcp+stdio:, mcp+http://, openai:MODEL, "
+SCHEMES = ("python:, scripted:, otel:, http://, https://, mcp+stdio:, mcp+http://, openai:MODEL, "
            "claude, codex")
 
 
@@ -22,6 +22,10 @@ def make_target(uri: str, options: TargetOptions) -> Target:
         from .scripted import ScriptedTarget
 
         return ScriptedTarget(uri, options)
+    if uri.startswith("otel:"):
+        from .otel import OtelTarget
+
+        return OtelTarget(uri, options)
     if uri.startswith(("http://", "https://")):
         from .http import HttpTarget
 

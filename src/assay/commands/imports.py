@@ -84,7 +84,8 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
     calls and usage, one trial per epoch) and NAME.suite.yaml (a case per
     sample, its checks from the log's scorers: includes, exact, match,
     model_graded_qa/fact); `assay run` then grades and records them. Any
-    other scorer is named. Needs `pip install 'assay[inspect]'`.
+    other scorer is named. Needs `pip install 'assay[inspect]'` (from a
+    clone: `pip install -e '.[inspect]'`).
     """
     import yaml
     from rich.console import Console

@@ -16,7 +16,8 @@ run. The log's scorers map where assay has the same check:
   the target.
 
 Any other scorer is named in ``Imported.unmapped``. The log is read with
-Inspect AI's own reader (``pip install 'assay[inspect]'``).
+Inspect AI's own reader (``pip install 'assay[inspect]'``; from a clone,
+``pip install -e '.[inspect]'``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError, UsageError
+from ..install_hints import extra
 
 #: The log format versions Inspect AI has written, which this reads.
 VERSIONS = (1, 2)
@@ -49,7 +51,7 @@ def import_log(path: Path, recording: str) -> Imported:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise UsageError("assay import inspect reads logs with Inspect AI: "
-                         "pip install 'assay[inspect]'") from None
+                         + extra("inspect", "inspect_ai")) from None
     if not path.is_file():
         raise SuiteError(str(path), None, "no such file")
     try:

@@ -164,7 +164,7 @@ def test_the_agent_version_is_one_value_in_ledger_report_and_receipt(project) ->
 
 
 def test_the_json_file_of_a_public_run_is_the_stored_report_with_its_seal(project) -> None:
-    # Written from the bytes the seal covers (reports.json_report.sealed_line):
+    # Written a case at a time from the bytes the seal covers (the battery's spool):
     # the file must still be exactly what serialising the sealed report gives.
     project.write("evals/echo_agent.py", AGENT)
     project.write("evals/store.suite.yaml", SUITE.replace("hidden: hidden/\n", "")

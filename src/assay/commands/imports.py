@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,7 +32,6 @@ def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
     checks. Everything else is listed (and kept in the suite's header
     comment); exit 0 once the suite is written and loads.
     """
-    import yaml
     from rich.console import Console
 
     from ..imports.promptfoo import import_config
@@ -42,15 +42,9 @@ def promptfoo(config: Path, out_dir: Path, force: bool) -> None:
         imported = import_config(config)
         name = imported.suite["suite"].split("/", 1)[1].split("@", 1)[0]
         target = out_dir / f"{name}.suite.yaml"
-        if target.exists() and not force:
-            raise UsageError(f"{target} exists already; nothing was written (--force "
-                             "replaces it)")
-        header = [f"# Imported by `assay import promptfoo {config}`."]
-        if imported.unmapped:
-            header.append("# Not mapped (add checks of your own for these):")
-            header.extend(f"#   - {line}" for line in imported.unmapped)
-        text = "\n".join(header) + "\n" + yaml.safe_dump(
-            imported.suite, sort_keys=False, allow_unicode=True, width=100)
+        _refuse_existing([target], force)
+        text = _suite_text([f"Imported by `assay import promptfoo {config}`."],
+                           imported.unmapped, imported.suite)
         out_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", suffix=".suite.yaml", dir=out_dir,
                                          delete=False, encoding="utf-8") as draft:
@@ -87,7 +81,6 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
     other scorer is named. Needs `pip install 'assay[inspect]'` (from a
     clone: `pip install -e '.[inspect]'`).
     """
-    import yaml
     from rich.console import Console
 
     from ..errors import SuiteError
@@ -103,10 +96,7 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
         imported = import_log(log, recording.name)
         name = imported.suite["suite"].split("/", 1)[1].split("@", 1)[0]
         suite_path = out_dir / f"{name}.suite.yaml"
-        for path in (recording, suite_path):
-            if path.exists() and not force:
-                raise UsageError(f"{path} exists already; nothing was written (--force "
-                                 "replaces it)")
+        _refuse_existing([recording, suite_path], force)
         for number, line in enumerate(imported.lines, 1):
             body = {k: v for k, v in line.items() if k not in ("case", "trial")}
             try:
@@ -114,15 +104,11 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
             except ValueError as error:
                 raise SuiteError(str(log), None, f"sample line {number} does not make a "
                                  f"trace: {str(error).splitlines()[0]}") from None
-        header = [f"# Imported by `assay import inspect {log}`: each case replays the "
-                  f"sample's recorded answer ({recording.name})."]
+        said = [f"Imported by `assay import inspect {log}`: each case replays the "
+                f"sample's recorded answer ({recording.name})."]
         if imported.scored:
-            header.append(f"# {imported.scored}.")
-        if imported.unmapped:
-            header.append("# Not mapped (add checks of your own for these):")
-            header.extend(f"#   - {what}" for what in imported.unmapped)
-        text = "\n".join(header) + "\n" + yaml.safe_dump(
-            imported.suite, sort_keys=False, allow_unicode=True, width=100)
+            said.append(f"{imported.scored}.")
+        text = _suite_text(said, imported.unmapped, imported.suite)
         out_dir.mkdir(parents=True, exist_ok=True)
         draft = out_dir / f".{name}.draft.suite.yaml"
         draft.write_text(text, encoding="utf-8")
@@ -141,3 +127,23 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
                     + (f"; {imported.scored}" if imported.scored else "")))
     for what in imported.unmapped:
         out.print(shown(f"not mapped: {what}"))
+
+
+def _refuse_existing(paths: list[Path], force: bool) -> None:
+    """Stop before writing anything if a file to write exists, unless ``force``."""
+    for path in paths:
+        if path.exists() and not force:
+            raise UsageError(f"{path} exists already; nothing was written (--force "
+                             "replaces it)")
+
+
+def _suite_text(said: list[str], unmapped: list[str], suite: dict[str, Any]) -> str:
+    """The suite's YAML under a header comment: where it came from, what did not map."""
+    import yaml
+
+    header = [f"# {line}" for line in said]
+    if unmapped:
+        header.append("# Not mapped (add checks of your own for these):")
+        header.extend(f"#   - {what}" for what in unmapped)
+    return "\n".join(header) + "\n" + yaml.safe_dump(suite, sort_keys=False,
+                                                     allow_unicode=True, width=100)

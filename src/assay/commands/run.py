@@ -380,7 +380,6 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
     from ..reports.safe import shown
 
     reports = []
-    json_lines: list[str | None] = []
     harness_failed = False
     for result in results:
         if result.harness_failure is not None:
@@ -402,13 +401,12 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
             continue
         assert result.report is not None
         reports.append(redact(result.report))
-        json_lines.append(_json_line(result) if options.json_path is not None else None)
         if result.interrupted:
             err.print("[yellow]interrupted: the trials that finished are reported[/]")
     # Files first, then the terminal, each reporter on its own (reports/emit.py);
     # a report that could not be written is the harness's failure (exit 3).
     files = ReportFiles(options.json_path, options.junit_path, options.markdown_path)
-    if reports and not emit(reports, files, out, err, json_lines):
+    if reports and not emit(reports, files, out, err):
         harness_failed = True
     if harness_failed:
         return EXIT_HARNESS
@@ -441,16 +439,3 @@ def _existing(result: RunResult, window: Window, options: RunOptions, out: Conso
     if asked:
         err.print(Text(f"{', '.join(asked)}: nothing written for {run_id}: this command ran "
                        f"nothing (assay show {run_id} --json has its report)"), soft_wrap=True)
-
-
-def _json_line(result: RunResult) -> str | None:
-    """The ``--json`` line of a sealed run from the bytes its seal covers, when they are the same.
-
-    Only a run with no hidden case: redacting anything else changes it.
-    """
-    from ..reports.json_report import sealed_line
-
-    report, body = result.report, result.report_body
-    if report is None or body is None or any(case.split == "hidden" for case in report.cases):
-        return None
-    return sealed_line(report, body)

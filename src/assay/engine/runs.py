@@ -135,9 +135,6 @@ class RunResult:
     interrupted: bool = False
     #: The harness could not run it (a target that cannot start): the reason.
     harness_failure: str | None = None
-    #: The bytes the store keeps of ``report`` (its JSON with ``seal`` null), when it
-    #: was sealed here: what ``--json`` writes, but for the seal (reports.json_report).
-    report_body: bytes | None = None
     #: The window's battery existed already (open or sealed): that run. Nothing ran,
     #: nothing was registered, and ``report`` is None.
     existing: Holder | None = None

@@ -28,7 +28,7 @@ def follow_queued(run_id: str, db: str | None, watcher: Watcher) -> RunResult | 
         result = RunResult(suite_id=stored.suite_id, target_uri=stored.target_uri,
                            run_id=run_id)
         if stored.status != "open":
-            result.report, result.report_body = sealed_report(store, run_id)
+            result.report = sealed_report(store, run_id)
             return result
         planned = stored.options.get("planned")
         watcher.notice(f"run {run_id} is queued: following it until a worker seals it")

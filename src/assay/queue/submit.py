@@ -87,9 +87,7 @@ def follow_to_seal(store: Store, run_id: str, label: str, planned: int | None,
         result.run_id = run_id
         result.detached = True
         return result
-    report, body = sealed_report(store, run_id)
-    result.report = report
-    result.report_body = body
+    result.report = sealed_report(store, run_id)
     result.run_id = run_id
     return result
 
@@ -138,11 +136,11 @@ def failed_chunks(store: Store, run_id: str) -> int:
             "AND j.status IN ('failed', 'cancelled', 'aborted')"), {"run": run_id}) or 0)
 
 
-def sealed_report(store: Store, run_id: str) -> tuple[Any, None]:
+def sealed_report(store: Store, run_id: str) -> Any:
     """A sealed run's full report, its cases read back from a spool as asked for.
 
-    (And None: the bytes its seal covers are not held; ``--json`` writes the
-    report's line from the spool, which keeps them case by case.)
+    ``--json`` writes its line from the spool, which keeps the stored JSON of
+    each case: the bytes the seal covers, not serialised again.
     """
     from ..engine.spool import read_report
 
@@ -151,7 +149,7 @@ def sealed_report(store: Store, run_id: str) -> tuple[Any, None]:
         raise UsageError(f"run {run_id} is not sealed")
     report = read_report(store.report_pieces(run_id))
     report.seal = seal
-    return report, None
+    return report
 
 
 async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,

@@ -11,7 +11,7 @@ The run itself is stored and sealed before any reporter runs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,20 +33,17 @@ class ReportFiles:
     markdown: Path | None = None
 
 
-def emit(reports: list[Report], files: ReportFiles, out: Console, err: Console,
-         json_lines: Sequence[str | None] | None = None) -> bool:
+def emit(reports: list[Report], files: ReportFiles, out: Console, err: Console) -> bool:
     """Write each file asked for, then print each run and, for several, the side-by-side table.
 
-    ``reports`` are already redacted; ``json_lines``, per report, its ``--json``
-    line when the caller has it already (``json_report.sealed_line``).
-    Returns False when any reporter failed.
+    ``reports`` are already redacted. Returns False when any reporter failed.
     """
     from . import write_json, write_junit, write_markdown
     from .terminal import print_report, print_side_by_side
 
     jobs: list[tuple[str, Callable[[], None]]] = []
     if files.json is not None:
-        jobs.append((f"--json {files.json}", partial(write_json, reports, files.json, json_lines)))
+        jobs.append((f"--json {files.json}", partial(write_json, reports, files.json)))
     for flag, path, write in (("--junit", files.junit, write_junit),
                               ("--markdown", files.markdown, write_markdown)):
         if path is not None:

@@ -10,7 +10,7 @@ branch.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,50 +64,19 @@ def _one_line_bytes(piece: bytes) -> bytes:
     return piece
 
 
-def _one_line(text: str) -> str:
-    for raw, escaped in _LINE_BREAKS.items():
-        if raw in text:
-            text = text.replace(raw, escaped)
-    return text
-
-
 _LINE_BREAKS_UTF8 = {raw.encode(): escaped.encode() for raw, escaped in _LINE_BREAKS.items()}
 
 
-#: How the stored bytes of a report end (``store.documents.report_body``): ``seal``
-#: is the report's last field, written null there.
-_UNSEALED_END = b',"seal":null}'
-
-
-def sealed_line(report: Report, body: bytes) -> str | None:
-    """``report_line(report)`` from the bytes the store keeps of it, without serialising again.
-
-    ``body`` is ``report_body`` of this very report (its compact JSON with
-    ``seal`` null, as the recorder sealed it); the seal is written back in
-    its place. For ten thousand cases this saves a tenth of a second. None
-    when ``body`` does not end as such bytes do: the caller serialises.
-    """
-    if report.seal is None or not body.endswith(_UNSEALED_END):
-        return None
-    seal = json.dumps(report.seal, ensure_ascii=False, separators=(",", ":"))
-    return _one_line(body[:-len(_UNSEALED_END)].decode("utf-8") + f',"seal":{seal}}}')
-
-
-def write_json(reports: list[Report], path: Path,
-               lines: Sequence[str | None] | None = None) -> None:
+def write_json(reports: list[Report], path: Path) -> None:
     """Write each run's report to ``path``, one line each, whole or not at all.
 
-    ``lines``: per report, its line when the caller has it already
-    (``sealed_line``), or None.
+    Each line is written a case at a time (``model.result.report_json``): a
+    battery's report copies its cases' JSON from its spool.
     """
-    known = list(lines) if lines is not None else [None] * len(reports)
 
     def pieces() -> Iterator[bytes]:
-        for report, line in zip(reports, known, strict=True):
-            if line is not None:
-                yield line.encode("utf-8")
-            else:
-                yield from _line_pieces(report)
+        for report in reports:
+            yield from _line_pieces(report)
             yield b"\n"
 
     write_file(path, pieces())

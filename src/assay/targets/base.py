@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,3 +160,17 @@ async def ensure_reachable(target_uri: str, url: str, timeout_s: float = 10.0) -
         reason = getattr(exc, "strerror", None) or exc
         raise HarnessFailure(f"target {target_uri}: cannot connect to {host}:{port}: "
                              f"{reason}") from None
+
+
+def parsed_json(text: Any) -> Any:
+    """``text`` parsed as JSON when it is a JSON string; anything else as it is.
+
+    What a recorder gives as a string may be JSON (tool arguments and
+    results in a host's log, a span's attributes) or plain text.
+    """
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

@@ -30,7 +30,7 @@ from collections import defaultdict
 from typing import Any
 
 from ..errors import HarnessFailure
-from .base import TargetOptions, evidence
+from .base import TargetOptions, evidence, parsed_json
 from .scripted import ScriptedTarget
 
 _MODEL_CALLS = ("chat", "text_completion", "generate_content")
@@ -107,9 +107,9 @@ def _record(trace_id: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
             name = attrs.get("gen_ai.tool.name")
             call_id = attrs.get("gen_ai.tool.call.id")
             events.append({"kind": "tool_call", "name": name, "call_id": call_id,
-                           "arguments": _json(attrs.get("gen_ai.tool.call.arguments"))})
+                           "arguments": parsed_json(attrs.get("gen_ai.tool.call.arguments"))})
             events.append({"kind": "tool_result", "name": name, "call_id": call_id,
-                           "result": _json(attrs.get("gen_ai.tool.call.result")),
+                           "result": parsed_json(attrs.get("gen_ai.tool.call.result")),
                            "is_error": _failed(span)})
         elif operation in _MODEL_CALLS:
             steps += 1
@@ -159,18 +159,9 @@ def _value(value: dict[str, Any]) -> Any:
     return None
 
 
-def _json(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def _said(messages: Any) -> str | None:
     """The text of the assistant's parts in ``gen_ai.output.messages`` (a JSON string)."""
-    parsed = _json(messages)
+    parsed = parsed_json(messages)
     if not isinstance(parsed, list):
         return None
     texts = [str(part.get("content")) for message in parsed if isinstance(message, dict)

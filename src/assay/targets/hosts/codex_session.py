@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Event
+from ..base import parsed_json
 from .codex_stream import SHELL_TOOLS, CodexRun, inner_command, skills_read
 
 #: An exit code in a tool's output text (shell tools; ``apply_patch`` run as a command).
@@ -116,7 +117,7 @@ def _call_of(item: dict[str, Any], workdir: Path | None) -> tuple[str, str, Any]
     kind, name = item.get("type"), str(item.get("name") or "")
     call_id = str(item.get("call_id") or item.get("id"))
     if kind == "function_call":
-        arguments = _json(item.get("arguments"))
+        arguments = parsed_json(item.get("arguments"))
         namespace = str(item.get("namespace") or "")
         if name in SHELL_TOOLS:
             return call_id, "shell", {"command": _shell_command(arguments)}
@@ -138,15 +139,6 @@ def _call_of(item: dict[str, Any], workdir: Path | None) -> tuple[str, str, Any]
         action = item.get("action") or {}
         return call_id, "web_search", {"query": action.get("query")}
     return None
-
-
-def _json(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _output(output: Any) -> tuple[str, bool | None]:

@@ -174,7 +174,10 @@ class CaseItem(pytest.Item):
                      style: Any = None) -> str:
         """The case's outcome and reason, not a traceback of the plugin."""
         if isinstance(excinfo.value, CaseFailed):
-            return f"{self.name}: {excinfo.value}"
+            from .reports.safe import inert
+
+            # A reason quotes the agent: shown inert, as every assay surface shows it.
+            return inert(f"{self.name}: {excinfo.value}", limit=4000)
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

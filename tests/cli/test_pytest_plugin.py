@@ -15,7 +15,7 @@ CANARY = "CANARY-PYTEST-3b7e"
 AGENT = """
 def agent(input):
     if input == "boom":
-        raise RuntimeError("kaput")
+        raise RuntimeError("kaput \\x1b[31mred\\x1b]0;title\\x07 \\x00")
     return {"echo": input}
 """
 
@@ -70,6 +70,7 @@ def test_each_case_is_an_item_and_the_run_is_recorded(project: Project) -> None:
     assert "wrong: fail: equals $.echo failed in 2 of 2 trials" in done.out
     assert "crashes: broken: 2 of 2 trials broken: agent raised RuntimeError" in done.out
     assert "holdout-1: fail" in done.out
+    assert "\x1b" not in done.out and "\x00" not in done.out  # the agent's text, inert
     assert CANARY not in done.out + done.err and "secret-" not in done.out + done.err
     [line] = [x for x in done.out.splitlines() if x.startswith("pt/echo@1: recorded as run ")]
     run_id = line.rsplit(" ", 1)[1]

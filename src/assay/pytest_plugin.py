@@ -1,7 +1,7 @@
 """The pytest plugin: suites as items, one per case (SPEC §13).
 
-``pytest evals/`` collects every ``*.suite.yaml`` under the paths named on
-the command line (a suite run as part of a plain ``pytest`` would call
+``pytest evals/`` collects every suite (``*.suite.yaml``, ``*_eval.py``)
+under the paths named on the command line (a suite run as part of a plain ``pytest`` would call
 agents, and models, without being asked: set ``assay_suites = true`` in
 the ini file to collect them wherever pytest looks). Each case is an item
 named by its id; a hidden case is ``holdout-N`` and nothing else of it is
@@ -47,8 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--assay-concurrency", metavar="N", type=int, default=None,
                     help="Trials at once (default: the settings file's, else 8).")
     parser.addini("assay_suites", type="bool", default=False,
-                  help="Collect *.suite.yaml wherever pytest looks, not only under the "
-                       "paths named on the command line.")
+                  help="Collect suites (*.suite.yaml, *_eval.py) wherever pytest looks, "
+                       "not only under the paths named on the command line.")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,8 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SuiteFile | None:
-    """A ``*.suite.yaml`` under a path named on the command line (or anywhere, if asked)."""
-    if not file_path.name.endswith(".suite.yaml"):
+    """A suite file under a path named on the command line (or anywhere, if asked)."""
+    if not file_path.name.endswith((".suite.yaml", "_eval.py")):
         return None
     config = parent.config
     if not config.getini("assay_suites") and not _named(config, file_path):

@@ -113,6 +113,23 @@ def test_a_bad_suite_is_a_collection_error_at_its_line(project: Project) -> None
     assert "Traceback" not in done.out
 
 
+def test_a_python_suite_is_collected_like_a_yaml_one(project: Project) -> None:
+    project.write("evals/pt_agent.py", AGENT)
+    project.write("evals/echo_eval.py", """
+        from assay import Case, Suite, expect
+
+        suite = Suite(id="pt/py@1", target="python:pt_agent:agent", trials=1, cases=[
+            Case(id=f"echo-{word}", input=word, expect=[expect.equals(word, path="$.echo")])
+            for word in ("a", "b")
+        ] + [Case(id="off", input="c", expect=[expect.equals("d", path="$.echo")])])
+        """)
+    done = pytest_in(project, "evals/", "-v")
+    assert done.code == 1, done.out + done.err
+    assert "evals/echo_eval.py::echo-a PASSED" in done.out
+    assert "evals/echo_eval.py::off FAILED" in done.out and "2 passed" in done.out
+    assert "pt/py@1: recorded as run " in done.out
+
+
 def test_suites_are_not_collected_unless_named_or_asked(project: Project) -> None:
     make(project)
     project.write("test_plain.py", "def test_ok():\n    assert True\n")

@@ -244,6 +244,23 @@ def test_an_unknown_assertion_via_expect_check_names_the_py_file_and_line(
     assert err.message == "unknown assertion 'nope'"
 
 
+def test_an_error_in_a_python_case_names_the_file_as_it_was_given(
+    write: Write, refused: Callable[..., SuiteError], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As a YAML suite's errors do: `evals/x_eval.py:9: …`, not the absolute path
+    # Python keeps for the case's frame.
+    write("evals/r_eval.py", """
+        from assay import Case, Suite, expect
+
+        suite = Suite(id="ns/r@1", cases=[Case(id="a", expect=[expect.contains(3)])])
+    """)
+    monkeypatch.chdir(tmp_path)
+    err = refused(Path("evals/r_eval.py"))
+    assert (err.file, err.line) == ("evals/r_eval.py", 3)
+    assert str(err).startswith("evals/r_eval.py:3: contains: ")
+
+
 def test_a_typo_via_expect_check_gets_a_hint(
     write: Write, refused: Callable[..., SuiteError]
 ) -> None:

@@ -299,11 +299,25 @@ def _load_python(path: Path) -> Suite:
     if not isinstance(suite, Suite):
         raise SuiteError(str(path), None, "defines no `suite = assay.Suite(...)`")
     problem = Problem(str(path), _no_line, secret=False)
-    for case in suite.cases:
-        line_problem = Problem(case.file or str(path), _line_of(case), secret=False)
-        check_case(case, line_problem, [], base_dir=Path(case.file or path).parent)
-    check_unique(suite.cases, lambda case: problem)
+    try:
+        for case in suite.cases:
+            line_problem = Problem(case.file or str(path), _line_of(case), secret=False)
+            check_case(case, line_problem, [], base_dir=Path(case.file or path).parent)
+        check_unique(suite.cases, lambda case: problem)
+    except SuiteError as error:
+        raise _as_given(error, path) from None
     return suite.model_copy(update={"source": str(path)})
+
+
+def _as_given(error: SuiteError, path: Path) -> SuiteError:
+    """The error, naming the suite file as the user gave it (``evals/x_eval.py:9``).
+
+    A Python case and its assertions remember their file as Python knows it,
+    an absolute path; a YAML suite's errors name the file as given, and so do these.
+    """
+    if error.file is None or Path(error.file).resolve() != path.resolve():
+        return error  # a case built in another module: named by its own file
+    return SuiteError(str(path), error.line, error.message)
 
 
 def _validation_message(exc: ValidationError) -> str:

@@ -297,6 +297,16 @@ def test_costs_at_most_usd_tokens_and_both() -> None:
     assert judge("costs_at_most", {"usd": 1, "tokens": 999}, spent).outcome == "fail"
 
 
+def test_a_small_cost_is_written_out_not_in_exponent_form() -> None:
+    # A local model's trial costs fractions of a cent: "$6.9e-05" reads as a typo.
+    cheap = trace(usage=Usage(input_tokens=300, output_tokens=40, cost_usd=6.9e-05))
+    assert outcome("costs_at_most", {"usd": 0.001}, cheap) == ("pass", "$0.000069")
+    assert outcome("costs_at_most", {"usd": 0.00005}, cheap) == (
+        "fail", "over budget: $0.000069 > $0.00005")
+    dear = trace(usage=Usage(cost_usd=12.3456789))
+    assert outcome("costs_at_most", {"usd": 20}, dear) == ("pass", "$12.3457")
+
+
 def test_a_token_budget_reads_tokens_and_a_usd_budget_reads_cost() -> None:
     # Tokens seen, no price: the facts are apart, each with its own evidence.
     unpriced = trace(usage=Usage(input_tokens=2000, output_tokens=300),

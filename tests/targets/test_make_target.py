@@ -13,6 +13,7 @@ from assay.targets.hosts.codex import CodexTarget
 from assay.targets.http import HttpTarget
 from assay.targets.mcp import McpTarget
 from assay.targets.openai import OpenAITarget
+from assay.targets.otel import OtelTarget
 from assay.targets.python import PythonTarget
 from assay.targets.scripted import ScriptedTarget
 
@@ -22,6 +23,7 @@ from assay.targets.scripted import ScriptedTarget
     [
         ("python:pkg.agent:run", PythonTarget),
         ("scripted:traces.jsonl", ScriptedTarget),
+        ("otel:spans.json", OtelTarget),
         ("http://127.0.0.1:9/agent", HttpTarget),
         ("https://example.invalid/agent", HttpTarget),
         ("openai:llama3", OpenAITarget),
@@ -38,6 +40,17 @@ def test_each_available_scheme_makes_its_target(tmp_path: Path, uri: str, kind: 
     target = make_target(uri, TargetOptions(base_dir=tmp_path))
     assert isinstance(target, kind)
     assert target.uri == uri
+
+
+def test_run_help_names_every_scheme() -> None:
+    from click.testing import CliRunner
+
+    from assay.cli import main
+
+    shown = " ".join(CliRunner().invoke(main, ["run", "--help"]).output.split())
+    for scheme in ("python:", "scripted:", "otel:", "http(s)://", "mcp+stdio:", "mcp+http://",
+                   "openai:", "claude", "codex"):
+        assert scheme in shown, scheme
 
 
 def test_schemes_not_yet_available_are_usage_errors_that_say_so(

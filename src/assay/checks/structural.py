@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from decimal import Decimal
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -252,10 +253,10 @@ def _costs_at_most(assertion: Assertion, trace: Trace) -> Judgement:
         return Judgement("inconclusive", "the usage this budget reads was not reported")
     over, spent = [], []
     if usd is not None and spent_usd is not None:
-        spent.append(f"${spent_usd:.6g}")
+        spent.append(_usd(spent_usd))
         # Summed prices carry float noise: $0.1 + $0.2 is within a $0.3 budget.
         if spent_usd > usd and not math.isclose(spent_usd, usd, rel_tol=1e-9):
-            over.append(f"${spent_usd:.6g} > ${usd:.6g}")
+            over.append(f"{_usd(spent_usd)} > {_usd(usd)}")
     if tokens is not None and spent_tokens is not None:
         spent.append(f"{spent_tokens} tokens")
         if spent_tokens > tokens:
@@ -263,6 +264,11 @@ def _costs_at_most(assertion: Assertion, trace: Trace) -> Judgement:
     if over:
         return Judgement("fail", "over budget: " + ", ".join(over))
     return Judgement("pass", ", ".join(spent))
+
+
+def _usd(value: float) -> str:
+    """Dollars to six significant digits, never in exponent form: $0.000069, not $6.9e-05."""
+    return "$" + format(Decimal(f"{value:.6g}"), "f")
 
 
 def _cost_facts(arg: Any) -> tuple[str, ...]:

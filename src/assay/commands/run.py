@@ -77,8 +77,8 @@ class RunOptions:
 @click.option("--target", "targets", multiple=True, metavar="URI",
               help="Run against this agent instead of the suite's target: python:MODULE:FUNCTION, "
                    "mcp+stdio:COMMAND, mcp+http://HOST:PORT/PATH, openai:MODEL, claude, codex, "
-                   "http(s)://URL or scripted:FILE.jsonl. Repeat it to run each agent as its "
-                   "own run, shown side by side.")
+                   "http(s)://URL, scripted:FILE.jsonl or otel:FILE. Repeat it to run each "
+                   "agent as its own run, shown side by side.")
 @click.option("--trials", type=click.IntRange(min=1),
               help="Run each case N times (instead of the suite's or the case's trials).")
 @click.option("--adaptive", is_flag=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -372,6 +373,42 @@ def test_an_erased_ledger_content_is_not_replayable(
               "no ledger entry found, and 1 trial-verdict entries have their content erased")
     assert lines == [f"case public-pass trial 1: not replayable ({reason})",
                      f"{SUMMARY.replace('7 ledger', '6 ledger')}, 1 not replayable"]
+
+
+def test_content_edited_as_text_is_named_not_a_traceback(
+        stored: tuple[str, str], tmp_path: Path) -> None:
+    """SQLite keeps any value in any column: SQL's replace() on a blob writes text back.
+
+    Read as str, that content crashed `ledger verify` and `replay` (TypeError);
+    it is read as its UTF-8 bytes, so the edit is named like any other.
+    """
+    db_url, run_id = stored
+    if not db_url.startswith("sqlite"):
+        pytest.skip("PostgreSQL's bytea holds bytes only")
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:
+        db.execute("""UPDATE blobs SET content = replace(content, '"fail"', '"pass"')""")
+        assert db.execute("SELECT count(*) FROM blobs WHERE typeof(content) = 'text'"
+                          ).fetchone()[0] > 0
+    lg = schema.ledger.c
+    first = min(row.index for row in query(db_url, sa.select(lg.index, lg.content_digest)
+                                           .where(lg.kind == "trial-verdict"))
+                if row.index in _edited(db_url))
+    done = assay(tmp_path, "ledger", "verify", "--db", db_url)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, f"ledger: entry {first}: content does not match its digest (edited)\n", "")
+    lines = replay_lines(tmp_path, db_url, run_id)
+    assert "case public-fail trial 1: outcome ledger pass, recomputed fail" in lines
+    assert lines[-1].startswith("replay: ")
+
+
+def _edited(db_url: str) -> set[int]:
+    """The ledger entries whose content no longer has its digest."""
+    lg, b = schema.ledger.c, schema.blobs.c
+    rows = query(db_url, sa.select(lg.index, lg.content_digest, b.content)
+                 .join(schema.blobs, b.digest == lg.content_digest))
+    assert all(isinstance(row.content, bytes) for row in rows)  # text reads back as bytes
+    return {row.index for row in rows
+            if "sha256:" + hashlib.sha256(row.content).hexdigest() != row.content_digest}
 
 
 def test_a_run_stored_without_its_suite_exits_2(stored: tuple[str, str], tmp_path: Path) -> None:

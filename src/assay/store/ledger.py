@@ -44,8 +44,11 @@ def _rows_and_contents(connection: Connection) -> tuple[Sequence[Row], dict[str,
                        'ORDER BY "index"')
         rows: Sequence[Row] = cursor.fetchall()
         cursor.execute("SELECT digest, content FROM blobs WHERE content IS NOT NULL")
-        # bytes from both drivers (hashlib and the slow path take any buffer).
-        contents: dict[str, bytes] = dict(cursor.fetchall())
+        # bytes from both drivers (hashlib and the slow path take any buffer),
+        # or str on SQLite for content edited with SQL's text functions.
+        contents: dict[str, bytes] = {digest: content if type(content) is bytes
+                                      else schema.as_bytes(content)
+                                      for digest, content in cursor.fetchall()}
     finally:
         cursor.close()
     return rows, contents

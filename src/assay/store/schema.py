@@ -20,6 +20,28 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
+
+def as_bytes(value: bytes | str) -> bytes:
+    """A blob's content as bytes, whatever the database handed back.
+
+    SQLite keeps any value in any column: content edited in place with SQL's
+    text functions (``replace(content, …)``) comes back as ``str``. It is
+    read as its UTF-8 bytes, so its digest is checked like any content's and
+    an edit is named (exit 1), never a traceback.
+    """
+    return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+
+
+class Content(sa.TypeDecorator[bytes]):
+    """``LargeBinary`` whose values always read back as bytes (see :func:`as_bytes`)."""
+
+    impl = sa.LargeBinary
+    cache_ok = True
+
+    def process_result_value(self, value: bytes | str | None, dialect: sa.Dialect
+                             ) -> bytes | None:
+        return None if value is None else as_bytes(value)
+
 #: The columns a list of runs filters and orders by (revision 0008's covering indexes).
 _LISTED_BY = ("started_at", "run_id", "suite_id", "status", "passed", "interrupted",
               "target_digest", "target_uri")
@@ -222,7 +244,7 @@ blobs = sa.Table(
     "blobs", metadata,
     sa.Column("digest", sa.String(80), primary_key=True),
     # The canonical (RFC 8785) bytes whose SHA-256 is ``digest``; NULL once erased.
-    sa.Column("content", sa.LargeBinary),
+    sa.Column("content", Content),
 )
 
 # The ledger (docs/decisions/0012-ledger-hashing.md, 0014-ledger-wiring.md):

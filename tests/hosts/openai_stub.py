@@ -210,10 +210,10 @@ def _handler(stub: ResponsesStub) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve() -> Iterator[ResponsesStub]:
-    """A stub on a free loopback port, for the duration of the block."""
+def serve(port: int = 0) -> Iterator[ResponsesStub]:
+    """A stub on a loopback port (a free one unless given), for the duration of the block."""
     stub = ResponsesStub()
-    httpd = _QuietServer(("127.0.0.1", 0), _handler(stub))
+    httpd = _QuietServer(("127.0.0.1", port), _handler(stub))
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()

@@ -89,3 +89,43 @@ def test_changes_name_parts_that_came_went_or_changed() -> None:
     assert changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == [
         "b changed", "c is new"]
     assert changes({"a": "1"}, {}) == ["a is gone"]
+
+
+def test_a_claude_plugin_is_part_of_the_agent_file_by_file_and_an_added_folder_is_not(
+        tmp_path: Path) -> None:
+    """``--plugin-dir`` names the plugin under test: an edited skill is another agent."""
+    skill = tmp_path / "shop" / "skills" / "refund-policy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("Refund within 30 days.\n")
+    manifest = tmp_path / "shop" / ".claude-plugin" / "plugin.json"
+    manifest.parent.mkdir()
+    manifest.write_text('{"name": "shop"}')
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "orders.csv").write_text("A-1\n")
+
+    def identity() -> dict[str, str]:
+        uri = "claude --plugin-dir shop --add-dir data"
+        return make_target(uri, TargetOptions(base_dir=tmp_path)).identity()
+
+    before = identity()
+    assert sorted(k for k in before if k.startswith("file ")) == [
+        f"file {manifest.resolve().as_posix()}", f"file {skill.resolve().as_posix()}"]
+    skill.write_text("Never refund.\n")
+    after = identity()
+    assert changes(before, after) == [f"file {skill.resolve().as_posix()} changed"]
+    # A folder the CLI may read (--add-dir) is data, like a fixture: not the agent.
+    (tmp_path / "data" / "orders.csv").write_text("A-2\n")
+    assert identity() == after
+
+
+def test_a_huge_plugin_folder_is_read_to_a_bound_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.targets import identity
+
+    monkeypatch.setattr(identity, "MAX_FOLDER_FILES", 2)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_text(name)
+    found = identity.folder_entries(tmp_path)
+    assert sorted(found) == [f"file {tmp_path / 'a'}", f"file {tmp_path / 'b'}",
+                             f"folder {tmp_path}"]
+    assert found[f"folder {tmp_path}"] == "more than 2 files: the rest not read"

@@ -11,6 +11,7 @@ changed, not only that something did.
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
@@ -21,6 +22,8 @@ from ..canonical import digest, file_digest
 
 #: Files larger than this are named by size, not read (a data file beside an agent).
 MAX_FILE_BYTES = 10_000_000
+#: A folder that is part of an agent is read up to this many files; the rest are counted.
+MAX_FOLDER_FILES = 1000
 
 
 def identity_digest(identity: Mapping[str, str]) -> str:
@@ -60,6 +63,26 @@ def file_entries(paths: Iterable[Path], root: Path | None = None) -> dict[str, s
                 pass
         found[f"file {name.as_posix()}"] = value
     return found
+
+
+def folder_entries(folder: Path) -> dict[str, str]:
+    """``file_entries`` of the files below ``folder``, in name order (folder links not followed).
+
+    For a folder that is part of the agent (a Claude Code plugin): editing any
+    file in it makes another agent. A folder of more than ``MAX_FOLDER_FILES``
+    files is read that far and says so under ``folder NAME``: a bounded cost.
+    """
+    files: list[Path] = []
+    for where, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            if len(files) == MAX_FOLDER_FILES:
+                found = file_entries(files)
+                found[f"folder {folder.as_posix()}"] = (f"more than {MAX_FOLDER_FILES} files: "
+                                                        "the rest not read")
+                return found
+            files.append(Path(where) / name)
+    return file_entries(files)
 
 
 # --- Python agents -----------------------------------------------------------------------

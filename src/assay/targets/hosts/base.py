@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
 from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
-from ..identity import file_entries, identity_digest
+from ..identity import file_entries, folder_entries, identity_digest
 from .process import (
     Finished,
     Version,
@@ -112,6 +112,8 @@ class CliHost(ABC):
     reserved: ClassVar[frozenset[str]] = frozenset()
     #: Flags whose value is a path, resolved against the suite's folder.
     path_flags: ClassVar[frozenset[str]] = frozenset()
+    #: Path flags naming a folder that is part of the agent: its files make the agent version.
+    folder_flags: ClassVar[frozenset[str]] = frozenset()
     evidence: dict[str, Evidence]
 
     def __init__(self, uri: str, options: TargetOptions) -> None:
@@ -270,12 +272,18 @@ class CliHost(ABC):
         return None
 
     def identity(self) -> dict[str, str]:
-        """The URI (flags included), the CLI's version, its model and the files its flags name."""
+        """The URI (flags included), the CLI's version, its model and the files its flags name.
+
+        A folder flag's folder (a plugin) counts by the files in it.
+        """
         identity = {"uri": self.uri, "version": self.version,
                     "model": self.facets.get("model", "the CLI's default")}
-        identity.update(file_entries(Path(arg) for before, arg in
-                                     zip(self.args, self.args[1:], strict=False)
-                                     if before in self.path_flags))
+        named = [(before, Path(arg)) for before, arg in zip(self.args, self.args[1:], strict=False)
+                 if before in self.path_flags]
+        identity.update(file_entries(path for _, path in named))
+        for before, path in named:
+            if before in self.folder_flags and path.is_dir():
+                identity.update(folder_entries(path))
         return identity
 
     def digest(self) -> str:

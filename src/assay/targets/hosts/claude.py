@@ -54,6 +54,8 @@ class ClaudeTarget(CliHost):
                           "-c", "--continue", "-r", "--resume", "--session-id"})
     path_flags = frozenset({"--mcp-config", "--settings", "--plugin-dir", "--add-dir",
                             "--system-prompt-file", "--append-system-prompt-file"})
+    # A plugin is part of the agent under test; an --add-dir folder is data it may read.
+    folder_flags = frozenset({"--plugin-dir"})
     # Asks: in print mode nobody can answer, and a question in plain text is
     # not an event; the stream cannot tell whether the agent asked. Tokens and
     # cost: the host's own totals in the final ``result`` line.

@@ -18,9 +18,11 @@ import yaml
 from assay.checks import REGISTRY
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "assertions.md"
-#: Shown elsewhere (usage.md): they need a judge, a local model or a host CLI.
-ELSEWHERE = {"judge", "rubric", "similar", "exit_code", "activates_skill",
-             "never_activates_skill"}
+#: Shown on pages of their own (run by their own tests): they need a judge, a
+#: local model or a host CLI.
+ELSEWHERE = {"judge": "judges.md", "rubric": "judges.md", "similar": "judges.md",
+             "exit_code": "hosts.md", "activates_skill": "hosts.md",
+             "never_activates_skill": "hosts.md"}
 
 
 def blocks(kind: str) -> list[str]:
@@ -51,5 +53,17 @@ def test_every_example_runs_and_passes(tmp_path: Path) -> None:
     shown = {name for case in cases for item in case["expect"]
              for name in (item if isinstance(item, dict) else {item: None})
              if name in REGISTRY}
-    assert shown == set(REGISTRY) - ELSEWHERE
+    assert shown == set(REGISTRY) - set(ELSEWHERE)
     assert len(report["cases"]) == len(cases)
+
+
+def test_the_checks_shown_elsewhere_are_in_a_suite_of_their_page() -> None:
+    missing = []
+    for name, page in ELSEWHERE.items():
+        text = (DOC.parent / page).read_text(encoding="utf-8")
+        files = re.findall(r"```yaml file=\S+\.suite\.yaml\n(.*?)```", text, flags=re.S)
+        shown = {key for block in files for case in yaml.safe_load(block)["cases"]
+                 for item in case["expect"] if isinstance(item, dict) for key in item}
+        if name not in shown:
+            missing.append((name, page))
+    assert missing == []

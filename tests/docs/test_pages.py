@@ -42,6 +42,18 @@ def test_every_guide_page_is_run_by_a_test() -> None:
     assert [t for t in OWN_TEST.values() if not (root / t).is_file()] == []
 
 
+def test_no_two_pages_listen_on_one_port() -> None:
+    """Pages run side by side (xdist): a port two of them use would fail one at random."""
+    owner: dict[str, str] = {}
+    clashes = []
+    for name in guide():
+        for port in set(re.findall(r"127\.0\.0\.1:(\d+)", (DOCS / name).read_text("utf-8"))):
+            if port in owner:
+                clashes.append((port, owner[port], name))
+            owner[port] = name
+    assert len(owner) >= 5 and clashes == []
+
+
 def test_shown_output_must_be_printed_in_order() -> None:
     printed = "run 2026-x ok\nhidden 1\npublic 3\n"
     assert match(["public 3", "hidden 1"], printed) == "not printed (in this order): 'hidden 1'"

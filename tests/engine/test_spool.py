@@ -163,3 +163,14 @@ def test_readers_that_ask_outcomes_get_the_lists_answers_without_reading_every_c
         assert not_passed(report, 10) == not_passed(whole, 10)
         assert not_passed(redact(report), 200) == not_passed(redact(whole), 200)
         assert has_scores(report) and has_scores(redact(report)) is has_scores(redact(whole))
+
+
+def test_reads_between_puts_leave_every_case_whole() -> None:
+    """A put after a read writes at the end, not where the read left the file."""
+    listed = [case(i) for i in range(40)]
+    spool = CaseSpool(len(listed))
+    for index, item in enumerate(listed):
+        spool.put(index, item)
+        assert spool[index] == item
+        assert spool[index // 2] == listed[index // 2]  # a read moves the file back
+    assert list(spool) == listed

@@ -86,6 +86,8 @@ class CaseSpool(_ReadBack[CaseResult]):
         self._outcome = bytearray(size)
         self._facts = bytearray(size)
         self._end = 0
+        #: Whether a read left the file's position elsewhere than at its end.
+        self._reading = False
 
     def put(self, index: int, case: CaseResult) -> None:
         """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
@@ -132,7 +134,9 @@ class CaseSpool(_ReadBack[CaseResult]):
 
     def _write(self, index: int, data: bytes) -> None:
         file = self._file
-        file.seek(self._end)
+        if self._reading:  # a seek flushes the buffer: only after a read moved the file
+            file.seek(self._end)
+            self._reading = False
         file.write(data)
         self._start[index], self._length[index] = self._end, len(data)
         self._end += len(data)
@@ -146,6 +150,7 @@ class CaseSpool(_ReadBack[CaseResult]):
         start = self._start[index]
         if start < 0:
             raise LookupError(f"case {index} was not folded")
+        self._reading = True
         self._file.seek(start)
         return self._file.read(self._length[index])
 

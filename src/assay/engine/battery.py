@@ -269,7 +269,8 @@ class Battery:
         last = -1
         for index, n in self.planned_trials():
             if index != last:
-                case, parts, last = cases[index], self._slot_parts(index), index
+                case = cases[index]
+                parts, last = self._slot_parts(index, case), index
             assert case is not None and parts is not None
             timeout, fixture, tools, blocking, judged = parts
             yield _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
@@ -288,9 +289,12 @@ class Battery:
                 else:
                     self._final(index, folded)
 
-    def _slot_parts(self, index: int) -> tuple[float, Path | None, ToolFixture | None, bool, bool]:
+    def _slot_parts(self, index: int, case: Case | None = None
+                    ) -> tuple[float, Path | None, ToolFixture | None, bool, bool]:
         """What every trial of one case is run with: timeout, fixture, tools, blocking, judged."""
-        loaded, case = self.loaded, self.loaded.suite.cases[index]
+        loaded = self.loaded
+        if case is None:
+            case = loaded.suite.cases[index]
         timeout = self.options.timeout_s or case.timeout_s or loaded.suite.timeout_s
         blocking = any((c := lookup(a.check)) is not None and c.blocking for a in case.expect)
         judged = self.panel is not None and any(reads_opinions(a) for a in case.expect)
@@ -464,7 +468,7 @@ class Battery:
         self.on_trial(result.outcome)
         if len(have) == self._expected[index]:
             # Fold now, while other trials wait on their agents, not all at the end.
-            folded = self._fold(index)
+            folded = self._fold(index, slot.request.case)
             if self.adaptive is not None and self.adaptive[index]:
                 added = self._adapt(index, folded)
                 if added is not None:
@@ -482,15 +486,18 @@ class Battery:
         self._results.pop(index, None)
         self._case_facets.pop(index, None)
 
-    def _fold(self, index: int) -> CaseResult:
-        trials, case = self._results.get(index, {}), self.loaded.suite.cases[index]
-        return fold_case(case, [trials[n] for n in sorted(trials)], facets=self._facets(index))
+    def _fold(self, index: int, case: Case | None = None) -> CaseResult:
+        """The case at ``index`` folded from its trials (``case``: if at hand, not read again)."""
+        if case is None:
+            case = self.loaded.suite.cases[index]
+        trials = self._results.get(index, {})
+        return fold_case(case, [trials[n] for n in sorted(trials)],
+                         facets=self._facets(index, case))
 
-    def _facets(self, index: int) -> dict[str, str]:
+    def _facets(self, index: int, case: Case) -> dict[str, str]:
         """What ``assay compare`` aligns the case on: the suite's facets, and its judges'."""
         found = self._case_facets.get(index)
         if found is None:
-            case = self.loaded.suite.cases[index]
             found = self.loaded.case_facets(case)
             judged = self.panel.facet(case) if self.panel is not None else None
             if judged is not None:

@@ -303,3 +303,32 @@ def test_overall_is_over_the_union_of_public_and_hidden(cases: list[CaseResult])
         assert s.overall == pytest.approx((public.passed + hidden.passed) / total)
     else:
         assert s.overall is None and s.passed is False
+
+
+def test_shortfalls_name_each_reason_a_run_did_not_pass() -> None:
+    from assay.grading.scores import shortfalls
+
+    def counts(public: SplitCounts, synthetic: SplitCounts | None = None) -> dict[str, SplitCounts]:
+        found = {"public": public, "hidden": SplitCounts(total=0, passed=0)}
+        return found | ({"synthetic": synthetic} if synthetic else {})
+
+    two_of_three = [CaseResult(id=f"c{i}", split="public", outcome=o, pass_at_1=0.0,
+                               pass_hat_k=0.0, k=1)
+                    for i, o in enumerate(["pass", "pass", "fail"])]
+    scores = score(two_of_three, pass_mark=0.9)
+    tallied = split_counts(two_of_three)
+    assert shortfalls(scores, tallied, interrupted=False) == [
+        "overall 66.7% under the pass mark 90.0%"]
+    assert shortfalls(scores, tallied, interrupted=True)[0] == "interrupted"
+    # 2/3 reaches a pass mark of 2/3 however the sum rounds.
+    assert shortfalls(score(two_of_three, pass_mark=2 / 3), tallied, interrupted=False) == []
+    undecided = SplitCounts(total=3, passed=2, inconclusive=1)
+    odd = score(two_of_three, pass_mark=0.5).model_copy(update={"passed": False})
+    assert shortfalls(odd, counts(undecided), interrupted=False) == [
+        "1 case(s) inconclusive or broken"]
+    # A synthetic case never decides a run, so it is never its reason.
+    assert shortfalls(odd, counts(SplitCounts(total=2, passed=2),
+                                  SplitCounts(total=1, passed=0, broken=1)),
+                      interrupted=False) == ["see cases"]
+    assert shortfalls(score([], pass_mark=1.0), counts(SplitCounts(total=0, passed=0)),
+                      interrupted=False) == ["no cases"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..errors import AssayError, UsageError
+from ..grading.stats import EPSILON
 from .compare import align
 from .run_facts import CaseFacts, RunFacts
 
@@ -42,8 +43,6 @@ T = TypeVar("T")
 
 #: ``--tolerance``'s default: the run may be this much under the baseline's overall.
 DEFAULT_TOLERANCE = 0.05
-#: Slack for comparing scores that are sums of fractions.
-_EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ def decide(run: RunFacts, policies: Policies, baseline: RunFacts | None = None) 
         found["baseline"] = _against_baseline(run, baseline, tolerance, reasons)
 
     if policies.min_score is not None:
-        ok = run.overall is not None and run.overall + _EPS >= policies.min_score
+        ok = run.overall is not None and run.overall + EPSILON >= policies.min_score
         found["min_score"] = {"ok": ok, "required": policies.min_score, "overall": run.overall}
         if not ok:
             reasons.append(f"overall {_pct(run.overall)} is under the required "
@@ -192,7 +191,7 @@ def _against_baseline(run: RunFacts, baseline: RunFacts, tolerance: float,
         return found
     mine = sum(1 for r in rows if r.cand == "pass") / len(rows)
     theirs = sum(1 for r in rows if r.base == "pass") / len(rows)
-    ok = mine + tolerance + _EPS >= theirs
+    ok = mine + tolerance + EPSILON >= theirs
     found.update(ok=ok, overall=mine, baseline_overall=theirs)
     if not ok:
         reasons.append(f"overall {_pct(mine)} on {len(rows)} aligned case(s) is more than "

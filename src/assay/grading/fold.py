@@ -24,13 +24,10 @@ from typing import Any
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Case
 from ..model.trace import Trace, Usage
-from .stats import pass_hat_k, straddles, wilson
+from .stats import EPSILON, pass_hat_k, straddles, wilson
 
 #: Families whose verdicts are binary over trials: one breach is a breach.
 BINARY_FAMILIES = frozenset({"output", "structural"})
-
-#: Tolerance for comparing a rate with a threshold (0.7 must reach 0.7).
-EPSILON = 1e-9
 
 
 def fold_trial(

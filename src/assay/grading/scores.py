@@ -9,13 +9,15 @@ whether its cases are held (here) or counted as they finish (a battery).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from ..model.result import CaseResult, Reliability, Scores, SplitCounts
-from .tally import EPSILON, RELIABILITY_TRIALS, TUNING_GAP, Tally
+from .stats import EPSILON
+from .tally import RELIABILITY_TRIALS, TUNING_GAP, Tally
 
 __all__ = ["EPSILON", "RELIABILITY_TRIALS", "TUNING_GAP", "evidence_level", "reliability",
-           "score", "split_counts"]
+           "score", "shortfalls", "split_counts"]
 
 
 def split_counts(cases: list[CaseResult]) -> dict[str, SplitCounts]:
@@ -37,6 +39,31 @@ def score(cases: list[CaseResult], pass_mark: float) -> Scores:
     synthetic cases), ``possibly-tuned`` (public − hidden > 0.2).
     """
     return Tally.of(cases).scores(pass_mark)
+
+
+def shortfalls(scores: Scores, counts: Mapping[str, SplitCounts], *,
+               interrupted: bool) -> list[str]:
+    """Why a run did not pass, a few words each; empty when it passed.
+
+    The reasons of ``score``'s decision, in the order a reader checks them:
+    the run was cut short, overall is under the pass mark, observed cases
+    are inconclusive or broken (synthetic ones never decide a run), there
+    was nothing to score. A run that did not pass always has one.
+    """
+    if scores.passed:
+        return []
+    reasons = []
+    if interrupted:
+        reasons.append("interrupted")
+    if scores.overall is not None and scores.overall < scores.pass_mark - EPSILON:
+        reasons.append(f"overall {scores.overall * 100:.1f}% under the pass mark "
+                       f"{scores.pass_mark * 100:.1f}%")
+    undecided = sum(c.inconclusive + c.broken for k, c in counts.items() if k != "synthetic")
+    if undecided:
+        reasons.append(f"{undecided} case(s) inconclusive or broken")
+    if scores.overall is None:
+        reasons.append("no cases")
+    return reasons or ["see cases"]
 
 
 def reliability(cases: list[CaseResult]) -> dict[str, Reliability]:

@@ -11,6 +11,12 @@ import math
 #: The two-sided 95% normal quantile, Φ⁻¹(0.975).
 Z95 = 1.959963984540054
 
+#: How far under a bar a rate may fall and still reach it: a rate summed from
+#: exact fractions (2/3 + 1/3 …) can land a hair under the number it equals.
+#: The one tolerance every comparison of a rate with a bar uses (pass marks,
+#: thresholds, gate policies).
+EPSILON = 1e-9
+
 
 def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval for ``successes`` out of ``n`` (95% by default).

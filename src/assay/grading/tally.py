@@ -22,10 +22,7 @@ from typing import Literal
 
 from ..model.evidence import Evidence
 from ..model.result import CaseResult, Cost, Reliability, Scores, SplitCounts
-from .stats import clustered_se_of_means
-
-#: Tolerance for comparing a score with the pass mark or the tuning gap.
-EPSILON = 1e-9
+from .stats import EPSILON, clustered_se_of_means
 
 #: How much better public must do than hidden to flag ``possibly-tuned``.
 TUNING_GAP = 0.2

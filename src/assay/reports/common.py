@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..grading.scores import shortfalls
+
 if TYPE_CHECKING:
     from ..model import CaseResult, HoldoutResult, Report
 
@@ -73,20 +75,8 @@ def trials_text(report: Report) -> str:
 
 def verdict_line(report: Report) -> str:
     """``PASSED`` or ``NOT PASSED`` with why, in a few words."""
-    s = report.scores
-    if s.passed:
-        return "PASSED"
-    reasons = []
-    if report.interrupted:
-        reasons.append("interrupted")
-    if s.overall is not None and s.overall < s.pass_mark - 1e-9:
-        reasons.append(f"overall {pct(s.overall)} under the pass mark {pct(s.pass_mark)}")
-    undecided = sum(c.inconclusive + c.broken for k, c in report.counts.items() if k != "synthetic")
-    if undecided:
-        reasons.append(f"{undecided} case(s) inconclusive or broken")
-    if s.overall is None:
-        reasons.append("no cases")
-    return "NOT PASSED: " + "; ".join(reasons or ["see cases"])
+    reasons = shortfalls(report.scores, report.counts, interrupted=report.interrupted)
+    return "NOT PASSED: " + "; ".join(reasons) if reasons else "PASSED"
 
 
 def write_file(path: Path, data: str | bytes | Iterable[bytes]) -> None:

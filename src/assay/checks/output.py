@@ -13,6 +13,7 @@ from .values import (
     JSON_TYPES,
     as_text,
     is_number,
+    is_whole,
     json_type_matches,
     same,
     select,
@@ -72,7 +73,7 @@ def _prepare_type(arg: Any, ctx: LoadContext) -> Any:
 
 
 def _prepare_count(arg: Any, ctx: LoadContext) -> Any:
-    if not isinstance(arg, int) or isinstance(arg, bool) or arg < 0:
+    if not is_whole(arg, 0):
         raise ValueError(f"expects a whole number ≥ 0, got {short(arg)}")
     return arg
 

@@ -32,7 +32,7 @@ from .arguments import (
     unreadable,
 )
 from .registry import Check, Judgement, LoadContext, register
-from .values import is_number, short, type_name
+from .values import is_number, is_whole, short, type_name
 
 Numbered = list[tuple[int, int, Event]]  # (call number from 1, index in trace.events, event)
 
@@ -90,7 +90,7 @@ def _never_calls(assertion: Assertion, trace: Trace) -> Judgement:
 
 
 def _prepare_times(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not is_whole(value, 0):
         raise ValueError(f"times is a whole number ≥ 0, not {short(value)}")
     return value
 
@@ -216,7 +216,7 @@ def _settles(assertion: Assertion, trace: Trace) -> Judgement:
 
 def _count(what: str) -> Callable[[Any, LoadContext], Any]:
     def prepare(arg: Any, ctx: LoadContext) -> Any:
-        if not isinstance(arg, int) or isinstance(arg, bool) or arg < 0:
+        if not is_whole(arg, 0):
             raise ValueError(f"expects {what}, not {short(arg)}")
         return arg
 
@@ -237,8 +237,7 @@ def _prepare_cost(arg: Any, ctx: LoadContext) -> Any:
     usd, tokens = arg.get("usd"), arg.get("tokens")
     if usd is not None and (not is_number(usd) or not math.isfinite(usd) or usd < 0):
         raise ValueError(f"usd is a number ≥ 0, not {short(usd)}")
-    if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool)
-                               or tokens < 0):
+    if tokens is not None and not is_whole(tokens, 0):
         raise ValueError(f"tokens is a whole number ≥ 0, not {short(tokens)}")
     return arg
 
@@ -279,7 +278,7 @@ def _cost_facts(arg: Any) -> tuple[str, ...]:
 
 
 def _prepare_exit(arg: Any, ctx: LoadContext) -> Any:
-    if not isinstance(arg, int) or isinstance(arg, bool):
+    if not is_whole(arg):
         raise ValueError(f"expects a whole number, not {short(arg)}")
     return arg
 

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 _MISSING = object()
 
@@ -123,6 +123,16 @@ def as_text(value: Any) -> str:
 def is_number(value: Any) -> bool:
     """A JSON number: int or float, but not bool."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:
+    """A whole number (an int, not a bool), at least ``minimum`` if given.
+
+    What every count a check takes is held to (``times``, ``steps``,
+    ``tokens``, rows, an exit code): ``1.0`` and ``true`` are not counts.
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and (
+        minimum is None or value >= minimum)
 
 
 def same(a: Any, b: Any) -> bool:

@@ -25,7 +25,7 @@ def test_opening_the_record_imports_no_model_and_no_database_library() -> None:
 
 def test_the_writers_own_modules_need_no_model() -> None:
     loaded = _imported_after(
-        "import assay.store.database, assay.store.writing, assay.store.keys")
+        "import assay.store.database, assay.store.run_record, assay.store.keys")
     assert "sqlalchemy" in loaded  # the check below is about something real
     assert not {m for m in loaded if m == "pydantic" or m.startswith("assay.model")}
 

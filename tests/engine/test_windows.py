@@ -21,7 +21,7 @@ from assay.errors import UsageError
 from assay.store import schema
 from assay.store.database import open_store
 from assay.store.keys import signing_key
-from assay.store.writing import LocalSink
+from assay.store.run_record import LocalSink
 
 from .conftest import Bench
 

@@ -292,7 +292,7 @@ def test_a_ledger_that_does_not_hold_still_takes_a_run_s_batches(store: Store) -
     # missing), the batch is written all the same and the seal is what refuses.
     from assay.store.heads import HeadError
     from assay.store.records import TrialRecord
-    from assay.store.writing import register_run, seal_run, write_batch
+    from assay.store.run_record import register_run, seal_run, write_batch
 
     add(store, 4)
     change(store, schema.ledger.delete().where(schema.ledger.c.index == 2))

@@ -4,7 +4,7 @@ docs/decisions/0017-recording.md. The battery hands every finished trial to
 :meth:`RunRecorder.record`, which turns it into a ``TrialRecord`` (plain
 values, the trace already JSON) and hands batches to a sink: each batch is
 one transaction with the trial rows, their verdicts, their traces by digest
-and one ``trial-verdict`` ledger entry each (``store.writing``), at the
+and one ``trial-verdict`` ledger entry each (``store.run_record``), at the
 latest ``every_s`` seconds after a trial finished. A process killed
 mid-battery (``kill -9``) therefore leaves every trial of every committed
 batch, each with its ledger entry, and the run ``open``: ``assay run

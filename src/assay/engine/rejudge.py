@@ -80,7 +80,7 @@ def rejudge_run(run_id: str, settings: RunSettings, *, db: str | None,
     from ..store.database import open_store
     from ..store.documents import load_stored_suite
     from ..store.keys import signing_key
-    from ..store.writing import LocalSink
+    from ..store.run_record import LocalSink
     from ..suites.loader import LoadedSuite
 
     watcher = watcher or QuietWatcher()

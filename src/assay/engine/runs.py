@@ -236,7 +236,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
     """
     from ..store.database import open_store
     from ..store.keys import signing_key
-    from ..store.writing import LocalSink
+    from ..store.run_record import LocalSink
     from .battery import Resume
 
     watcher = watcher or QuietWatcher()
@@ -295,7 +295,7 @@ def open_sink(db: str | None) -> OpenSink:
         return start_writer(db)
     from ..store.database import open_store
     from ..store.keys import signing_key
-    from ..store.writing import LocalSink
+    from ..store.run_record import LocalSink
 
     key = signing_key(db)
     return LocalSink(open_store(db), key, owned=True)

@@ -30,7 +30,7 @@ def enqueue_run(store: Store, app: procrastinate.App, row: dict[str, Any], conte
 
     ``hidden``: the suite's hidden case ids (their chunks' entries are marked).
     """
-    from ..store.writing import register_run
+    from ..store.run_record import register_run
 
     run_id = row["run_id"]
 

@@ -342,7 +342,7 @@ class Store:
         from ..model.result import CaseResult
         from .documents import report_body
         from .records import sealed_columns, trial_record
-        from .writing import write_trials
+        from .run_record import write_trials
 
         body = report_body(report)
         seal = report.seal or {}

@@ -2,7 +2,7 @@
 
 ``engine.record.RunRecorder`` turns each finished trial into a ``TrialRecord``
 (plain values, the trace already JSON) and hands batches of them to a
-``Sink``: in the battery's process (``writing.LocalSink``) or in the writer
+``Sink``: in the battery's process (``run_record.LocalSink``) or in the writer
 process (``writer.ProcessSink``). This module imports no database library.
 """
 
@@ -114,7 +114,7 @@ def sealed_columns(report: Report, body: bytes | SpilledBody) -> dict[str, Any]:
     """The ``runs`` columns known once a run is over (``body``: ``documents.report_body``).
 
     A ``SpilledBody`` goes in ``report`` as it is: the store reads its file
-    when it seals (``writing.seal_run``).
+    when it seals (``run_record.seal_run``).
     """
     scores = report.scores
     return {
@@ -163,7 +163,7 @@ class Holder(NamedTuple):
 
 
 class Sink(Protocol):
-    """Where a recorder's transactions happen (``writing.LocalSink``, ``writer.ProcessSink``)."""
+    """Where a recorder's transactions happen (``run_record.LocalSink``, ``writer.ProcessSink``)."""
 
     def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """Open the run (its row) and append ``run-registered`` (``content``).

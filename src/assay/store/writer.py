@@ -5,7 +5,7 @@ imports the database libraries, opens (and migrates) the store and loads the
 signing key while the parent parses suites, then serves the recorder's
 calls over a pipe: ``register`` and ``seal`` are answered, trial batches are
 not (the battery does not wait for them). Each call is one transaction of
-``store.writing``. The parent imports none of this machinery's libraries.
+``store.run_record``. The parent imports none of this machinery's libraries.
 
 - A write that fails is reported on the parent's next call (``StoreError``,
   exit 3, naming the run, never row values); the child then refuses the rest.
@@ -66,18 +66,18 @@ class ProcessSink:
         self._ask(("ready",))
 
     def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
-        """See ``writing.register_run``."""
+        """See ``run_record.register_run``."""
         holder: Holder | None = self._ask(("register", row, content))
         return holder
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
-        """See ``writing.write_batch``; not answered, so a failure shows on the next call."""
+        """See ``run_record.write_batch``; not answered, so a failure shows on the next call."""
         self._failed()
         self._send(("write", run_id, records))
 
     def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
              queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
-        """See ``writing.seal_run``."""
+        """See ``run_record.seal_run``."""
         index, sealed_hash = self._ask(("seal", run_id, columns, content, list(queue)))
         return int(index), str(sealed_hash)
 
@@ -146,7 +146,7 @@ def _serve(connection: Connection, parents_end: Connection,
     try:
         from .database import open_store
         from .keys import signing_key
-        from .writing import register_run, seal_run, write_batch
+        from .run_record import register_run, seal_run, write_batch
 
         key = signing_key(url)
         store = open_store(url)

@@ -28,6 +28,7 @@ from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from .agent_cache import FACET, ON, AgentCache
+from .agent_tools import fixture_result, json_value
 from .backoff import DEFAULT, REFUSALS, Backoff, Refused, Wait
 from .base import (
     TargetOptions,
@@ -54,7 +55,6 @@ from .identity import identity_digest
 from .mcp_connection import ConnectionLost, ProtocolError
 from .mcp_tools import McpServers, McpTool
 from .prices import PriceTable, load_prices
-from .recorder import fixture_result, json_value
 
 #: Where the server is when ``--base-url`` is not given.
 BASE_URL_ENV = "ASSAY_OPENAI_BASE_URL"

@@ -16,11 +16,11 @@ from ..errors import HarnessFailure
 from ..importing import resolve_function
 from ..model import Event, Evidence, Status, Trace
 from ..model.storable import json_copy
+from .agent_tools import Tools
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
 from .capture import sink as _sink
 from .identity import identity_digest, python_identity
-from .recorder import Tools
 from .threads import AgentCrash, AgentThreads
 
 

@@ -1,6 +1,6 @@
 """The database side of recording a run: register it, write trial batches, seal it.
 
-Each function is one transaction. They take what ``recorder`` prepared on the
+Each function is one transaction. They take what ``engine.record`` prepared on the
 battery's side (rows, ``TrialRecord`` s, canonical ledger contents) and add
 what needs the database: the ledger's chain, the blobs, the rows, a signed
 tree head. ``LocalSink`` calls them in the battery's process; the writer

@@ -18,7 +18,6 @@ part of a suite (``-k``, or xdist spreading one file over workers: use
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,11 +124,7 @@ class SuiteFile(pytest.File):
         whole = len(chosen) == len(loaded.suite.cases)
         config = self.config
         store = whole and not config.getoption("assay_no_store")
-        suite = loaded
-        if not whole:
-            cases = loaded.suite.cases
-            suite = dataclasses.replace(loaded, suite=loaded.suite.model_copy(
-                update={"cases": [cases[i] for i in chosen]}))
+        suite = loaded if whole else loaded.part_of(chosen)
         settings = RunSettings(concurrency=_concurrency(config), hidden_dir=_hidden_dir(config))
         [result] = run_suites(lambda: [suite], [], settings, db=_db(config), store=store)
         runs = config.stash[_RUNS]

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..engine.runs import RunResult, RunSettings
     from ..engine.windows import Window
+    from ..suites import LoadedSuite
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,21 @@ class RunOptions:
     detach: bool = False
     chunk: int | None = None
     target_limit: int | None = None
+    case_patterns: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
 
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--suite", "suite_ids", multiple=True, metavar="ID",
               help="Run only the suite with this id (namespace/name@major); repeat for several.")
+@click.option("--case", "case_patterns", multiple=True, metavar="PATTERN",
+              help="Run only the public cases whose id matches this glob (refund-*); repeat for "
+                   "several. A part of a suite is not recorded and runs no hidden case; its "
+                   "report carries the flag part-of-suite.")
+@click.option("--tag", "tags", multiple=True, metavar="TAG",
+              help="Run only the public cases with this tag (any of them, if repeated); with "
+                   "--case, a case needs both. Not recorded, as with --case.")
 @click.option("--target", "targets", multiple=True, metavar="URI",
               help="Run against this agent instead of the suite's target: python:MODULE:FUNCTION, "
                    "mcp+stdio:COMMAND, mcp+http://HOST:PORT/PATH, openai:MODEL, claude, codex, "
@@ -289,9 +299,39 @@ def _check_executor(options: RunOptions) -> None:
                              "battery in this process)")
 
 
+def _check_part(options: RunOptions) -> bool:
+    """Whether only some cases run (``--case``, ``--tag``); refuse what a part cannot be."""
+    if not (options.case_patterns or options.tags):
+        return False
+    given = "--case" if options.case_patterns else "--tag"
+    for flag, clash in (("--resume", options.resume), ("--window", options.window),
+                        ("--executor queue", options.executor == "queue")):
+        if clash:
+            raise UsageError(f"{given} runs a part of a suite, which is never recorded; "
+                             f"{flag} is about a recorded battery: they cannot go together")
+    return True
+
+
+def _parts(loaded: list[LoadedSuite], options: RunOptions) -> list[LoadedSuite]:
+    """The suites' chosen public cases, each suite's part noted on stderr (never a case)."""
+    from ..suites.select import select_cases
+
+    parts = select_cases(loaded, options.case_patterns, options.tags)
+    if not parts:
+        asked = [f"--case {p}" for p in options.case_patterns] + \
+            [f"--tag {t}" for t in options.tags]
+        raise UsageError(f"no public case matches {' '.join(asked)} in "
+                         f"{len(loaded)} suite(s)")
+    for part in parts:
+        click.echo(f"assay: note: a part of {part.loaded.suite.id}: {part.chosen} of "
+                   f"{part.public} public case(s), no hidden case; not recorded", err=True)
+    return [part.loaded for part in parts]
+
+
 def _run(options: RunOptions) -> int:
     from ..engine.runs import open_sink
 
+    part = _check_part(options)
     window = _window(options)
     _check_adaptive(options)
     _check_executor(options)
@@ -302,7 +342,8 @@ def _run(options: RunOptions) -> int:
     # and is ready when the suites are (at a thousand cases it would
     # otherwise be the wait). run_suites stops it; should this process end
     # before, the writer reads end-of-file and ends too.
-    sink = None if options.no_store or options.resume or queued else open_sink(options.db)
+    sink = None if options.no_store or options.resume or queued or part \
+        else open_sink(options.db)
 
     from rich.console import Console
 
@@ -330,10 +371,12 @@ def _run(options: RunOptions) -> int:
             lambda suite_id: load_suites(options.paths, options.hidden_dir, (suite_id,)),
             options.targets, _settings(options, None), db=options.db, watcher=watcher)
         return _report(outlive([result]), options, out, err)
-    results = run_suites(
-        lambda: load_suites(options.paths, options.hidden_dir, options.suite_ids),
-        options.targets, _settings(options, window), db=options.db, store=not options.no_store,
-        watcher=watcher, sink=sink)
+    def load() -> list[LoadedSuite]:
+        loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
+        return _parts(loaded, options) if part else loaded
+
+    results = run_suites(load, options.targets, _settings(options, window), db=options.db,
+                         store=not (options.no_store or part), watcher=watcher, sink=sink)
     return _report(outlive(results), options, out, err, window)
 
 

@@ -429,6 +429,7 @@ class Battery:
             target=target, started_at=started_at, finished_at=finished_at,
             trials_per_case=self.options.trials or suite.trials, pass_mark=suite.pass_mark,
             seed=self.seed, interrupted=self.interrupted, rejudge_of=self.options.rejudge_of,
+            part=self.loaded.part,
             adaptive=Adaptive(max_trials=self.options.max_trials) if self.options.adaptive
             else None,
         )

@@ -47,6 +47,8 @@ class RunInfo(BaseModel):
     rejudge_of: str | None = None
     #: An ``--adaptive`` run's cap (None: each case ran its configured trials).
     adaptive: Adaptive | None = None
+    #: Only some of the suite's cases ran (``--case``, ``--tag``, ``pytest -k``).
+    part: bool = False
 
 
 def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
@@ -58,7 +60,8 @@ def build_report(info: RunInfo, cases: list[CaseResult]) -> Report:
     not pass and carries the flag ``interrupted``. A run whose target had
     the agent cache on (its ``agent_cache`` facet) carries the flag
     ``agent-cache``: some answers may be kept ones, not calls made now
-    (docs/decisions/0033-agent-cache.md).
+    (docs/decisions/0033-agent-cache.md). A run of some of the suite's cases
+    carries ``part-of-suite``: its scores are not the suite's.
     """
     return tallied_report(info, Tally.of(cases), list(cases))
 
@@ -74,6 +77,8 @@ def tallied_report(info: RunInfo, tally: Tally,
     scores = tally.scores(info.pass_mark)
     if info.target.facets.get("agent_cache") == "on":
         scores = scores.model_copy(update={"flags": [*scores.flags, "agent-cache"]})
+    if info.part:
+        scores = scores.model_copy(update={"flags": [*scores.flags, "part-of-suite"]})
     if info.interrupted:
         scores = scores.model_copy(
             update={"passed": False, "flags": [*scores.flags, "interrupted"]}

@@ -49,6 +49,9 @@ class LoadedSuite:
     #: the samples (or no hidden cases) were used instead. A fact for the command
     #: to tell the user; loading never prints.
     hidden_missing: Path | None = None
+    #: Whether this is a part of the suite (some of its cases, ``part_of``): such a
+    #: run is not the suite's battery, is never recorded, and its report says so.
+    part: bool = False
     #: Facets given for some cases, by id, that ``case_facets`` returns as they are
     #: (a rejudge keeps its original run's); empty for a suite loaded from its file.
     _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
@@ -76,6 +79,23 @@ class LoadedSuite:
             identity = _identities([case], self._fixture_digests)[0]
             found = case_facets([case], {case.id: identity}, self._grader_digests)[case.id]
         return found
+
+    def part_of(self, indices: Sequence[int]) -> LoadedSuite:
+        """The suite with only the cases at ``indices`` (in order), marked as a part.
+
+        Its suite digest stays the whole suite's: it names what the cases were
+        taken from, and a part is never recorded under it. A part with no
+        hidden case names no hidden set.
+        """
+        from dataclasses import replace
+
+        cases = self.suite.cases
+        chosen = [cases[i] for i in indices]
+        suite = self.suite.model_copy(update={"cases": chosen})
+        if any(case.split == "hidden" for case in chosen):
+            return replace(self, suite=suite, part=True, _positions={})
+        return replace(self, suite=suite, part=True, _positions={}, hidden_digest=None,
+                       hidden_source=None)
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""

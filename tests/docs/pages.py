@@ -172,8 +172,9 @@ class Page:
         words = shlex.split(cmd.line) if not cmd.line.startswith("export ") else []
         if cmd.line.startswith("export "):
             name, _, value = cmd.line[len("export "):].partition("=")
-            self.env[name] = os.path.expandvars(
-                value.strip("'\"")).replace("$PWD", str(self.cwd))
+            known = {**self.env, "PWD": str(self.cwd)}
+            self.env[name] = re.sub(r"\$(\w+)|\$\{(\w+)\}",
+                                    lambda m: known.get(m[1] or m[2], m[0]), value.strip("'\""))
             return
         if words[:1] == ["cd"]:
             self.cwd = (self.cwd / words[1]).resolve()

@@ -72,3 +72,11 @@ def test_a_command_is_held_to_its_exit_code(tmp_path: Path) -> None:
 def test_a_block_that_runs_nowhere_is_refused() -> None:
     with pytest.raises(AssertionError, match="neither a console nor a file"):
         steps("```yaml\nsuite: x\n```\n")
+
+
+def test_values_flow_from_shown_output_to_later_commands(tmp_path: Path) -> None:
+    page = ("```console\n$ echo run r-42 sealed\nrun {RUN} sealed\n"
+            "$ export WHERE=$PWD/out-$RUN\n$ echo $WHERE\n$PWD/out-$RUN\n```\n")
+    Page(tmp_path).run(page.replace("$PWD", str(tmp_path)))
+    with pytest.raises(AssertionError, match="not printed"):
+        Page(tmp_path).run(page.replace("$PWD/out-$RUN\n```", "out-r-41\n```"))

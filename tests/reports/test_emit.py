@@ -100,3 +100,17 @@ def test_json_is_written_even_with_a_lone_surrogate_left_in_an_id(tmp_path: Path
     write_junit([report], tmp_path / "r.xml")
     assert ET.parse(tmp_path / "r.xml").getroot().find(".//testcase") is not None
     markdown([report]).encode("utf-8")
+
+
+def test_junit_is_written_a_case_at_a_time_as_the_tree_would_be(tmp_path: Path) -> None:
+    from assay.reports.junit import junit_root
+
+    report = hostile_report()
+    write_junit([report, report], tmp_path / "r.xml")
+    streamed = (tmp_path / "r.xml").read_bytes()
+    whole = ET.tostring(junit_root([report, report]), encoding="utf-8", xml_declaration=True)
+    assert ET.canonicalize(streamed, strip_text=True) == ET.canonicalize(whole, strip_text=True)
+    suites = ET.fromstring(streamed).findall("testsuite")
+    assert len(suites) == 2 and suites[0].get("tests") == str(len(report.cases))
+    failing = sum(c.outcome in ("fail", "inconclusive") for c in report.cases)
+    assert failing and suites[0].get("failures") == str(failing)

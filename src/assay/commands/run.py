@@ -371,6 +371,7 @@ def _run(options: RunOptions) -> int:
             lambda suite_id: load_suites(options.paths, options.hidden_dir, (suite_id,)),
             options.targets, _settings(options, None), db=options.db, watcher=watcher)
         return _report(outlive([result]), options, out, err)
+
     def load() -> list[LoadedSuite]:
         loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
         return _parts(loaded, options) if part else loaded

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import pct
+from .common import MAX_ROWS, pct
 from .safe import shown
 
 if TYPE_CHECKING:
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     from ..analysis.calibration import Calibration, Row
 
-#: Disagreements the terminal lists at most (the JSON has every one).
-MAX_ROWS = 200
 #: A criterion's text in a table cell (the JSON has it whole).
 CRITERION_WIDTH = 48
 

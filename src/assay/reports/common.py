@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,15 +37,31 @@ def has_scores(report: Report) -> bool:
     return any(getattr(case, "score", None) is not None for case in report.cases)
 
 
-def not_passed(report: Report, limit: int) -> list[CaseResult | HoldoutResult]:
-    """The first ``limit`` cases that did not pass, in order."""
+#: Rows a table of cases lists; past it, only cases that did not pass are (SPEC §6 has all).
+MAX_ROWS = 200
+
+
+def listed_cases(report: Report, limit: int = MAX_ROWS
+                 ) -> tuple[Sequence[CaseResult | HoldoutResult], str | None]:
+    """The cases a table lists and, when some are left out, the line that says which.
+
+    Up to ``limit`` cases, all of them; past it, the first ``limit`` that did
+    not pass, in order (a run's cases read back from its spool are read only
+    when listed). The line counts what was left out, passed or not.
+    """
     from ..model.result import KeptCases
 
     cases = report.cases
-    if isinstance(cases, KeptCases):  # only these are read back
-        chosen = [i for i, outcome in enumerate(cases.outcomes()) if outcome != "pass"]
-        return [report.cases[i] for i in chosen[:limit]]
-    return [c for c in cases if c.outcome != "pass"][:limit]
+    if len(cases) <= limit:
+        return cases, None
+    outcomes = cases.outcomes() if isinstance(cases, KeptCases) else [c.outcome for c in cases]
+    failing = [i for i, outcome in enumerate(outcomes) if outcome != "pass"]
+    listed = [cases[i] for i in failing[:limit]]
+    passed, rest = len(cases) - len(failing), len(failing) - len(listed)
+    left = [f"{passed} passed"] if passed else []
+    left += [f"{rest} did not pass"] if rest else []
+    return listed, (f"… {len(cases) - len(listed)} more case(s) not listed "
+                    f"({', '.join(left)}); the JSON report has every case")
 
 
 def score_cell(case: CaseResult | HoldoutResult) -> str:

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import pct
+from .common import MAX_ROWS, pct
 from .safe import inert, markdown_code, markdown_text
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison, Row, Totals
 
-#: Rows the terminal lists at most (the JSON has every row).
-MAX_ROWS = 200
 STYLE = {"regressed": "red", "fixed": "green", "added": "cyan", "removed": "magenta"}
 
 

@@ -9,7 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .common import has_scores, pct, score_cell, trials_text, verdict_line, why, write_file
+from .common import (
+    has_scores,
+    listed_cases,
+    pct,
+    score_cell,
+    trials_text,
+    verdict_line,
+    why,
+    write_file,
+)
 from .cost import judge_cost_line, tokens_text, usd_text
 from .safe import markdown_code, markdown_text
 
@@ -48,7 +57,8 @@ def markdown(reports: list[Report]) -> str:
         score_head, score_rule = (" score |", "---|") if scored else ("", "")
         out += [f"| case | split | outcome | pass@1 | pass^k |{score_head} why |",
                 f"|---|---|---|---|---|{score_rule}---|"]
-        for case in report.cases:
+        listed, left_out = listed_cases(report)
+        for case in listed:
             score = f" {score_cell(case)} |" if scored else ""
             if isinstance(case, CaseResult):
                 out.append(f"| {markdown_text(case.id)} | {case.split} | {case.outcome} | "
@@ -57,6 +67,8 @@ def markdown(reports: list[Report]) -> str:
             else:
                 out.append(f"| {markdown_text(case.id)} | hidden | {case.outcome} | | |"
                            f"{' |' if scored else ''} |")
+        if left_out is not None:  # a CI page (GitHub's job summary) holds 1 MiB at most
+            out += ["", markdown_text(left_out)]
         out.append("")
     return "\n".join(out)
 

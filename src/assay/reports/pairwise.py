@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .common import pct
+from .common import MAX_ROWS, pct
 from .safe import inert, shown
 
 if TYPE_CHECKING:
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from ..analysis.pairwise import JudgeCost, PairwiseResult
     from ..judging.pairwise import Preference
 
-#: Rows the terminal lists at most (the JSON has every row).
-MAX_ROWS = 200
 STYLE = {"a": "cyan", "b": "magenta", "tie": "", None: "yellow"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
-from .common import has_scores, not_passed, pct, score_cell, trials_text, verdict_line, why
+from .common import has_scores, listed_cases, pct, score_cell, trials_text, verdict_line, why
 from .cost import cost_line, judge_cost_line, usd_cell
 from .safe import inert, shown
 
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 STYLE = {"pass": "green", "fail": "red", "inconclusive": "yellow", "broken": "magenta"}
-MAX_ROWS = 200
 #: Characters of a reason a table cell shows (the JSON report has all of it).
 MAX_WHY = 500
 
@@ -39,7 +38,7 @@ def print_report(console: Console, report: Report) -> None:
     if scored:  # only when opinions gave numbers: other tables keep their columns
         table.add_column("score", justify="right")
     table.add_column("why", overflow="fold")
-    listed = report.cases if len(report.cases) <= MAX_ROWS else not_passed(report, MAX_ROWS)
+    listed, left_out = listed_cases(report)
     for case in listed:
         outcome = Text(case.outcome, style=STYLE[case.outcome])
         name = shown(case.id, one_line=True)
@@ -51,8 +50,8 @@ def print_report(console: Console, report: Report) -> None:
         else:
             table.add_row(name, "hidden", outcome, "", "", *([""] if scored else []), "")
     console.print(table)
-    if len(listed) < len(report.cases):
-        console.print(f"… {len(report.cases) - len(listed)} more case(s) passed, not listed")
+    if left_out is not None:
+        console.print(left_out)
     print_scores(console, report)
 
 

@@ -1,11 +1,11 @@
 """Run a documentation page: write its files, run its commands, check their output.
 
-A page is Markdown. Its fenced blocks are of two kinds, and no other:
+A page is Markdown. Its fenced blocks are of three kinds, and no other:
 
 - a block whose info string names a file (```` ```yaml file=evals/x.suite.yaml ````)
   is that file's whole content, written below the page's folder (a later
-  block naming the same file replaces it: a page can show an edit); one
-  with ``excerpt=PATH`` is a part of a file already there, word for word;
+  block naming the same file replaces it: a page can show an edit);
+- one with ``excerpt=PATH`` is a part of a file already there, word for word;
 - a ``console`` block holds commands, each a line starting ``$ `` (a line
   ending in ``\\`` continues it), and below each what it prints. The shown
   lines must appear in what it printed (standard output then standard error),
@@ -18,8 +18,9 @@ A page is Markdown. Its fenced blocks are of two kinds, and no other:
   shown below it have appeared. ``export NAME=VALUE`` and ``cd DIR`` carry over.
 
 Commands run with bash in a folder of their own, with the ``assay`` of the
-interpreter running the tests first on PATH, no ``ASSAY_*`` variables from
-outside and a 120-column terminal.
+interpreter running the tests first on PATH, a ``HOME`` of their own, no
+``ASSAY_*``, ``OPENAI_*`` or ``ANTHROPIC_*`` variables from outside, and a
+120-column terminal.
 """
 
 from __future__ import annotations

@@ -314,8 +314,9 @@ class Battery:
                                                    self.options.max_trials):
             return None
         n = self._expected[index] = self._expected[index] + 1
-        timeout, fixture, tools, blocking, judged = self._slot_parts(index)
-        request = TrialRequest(case=self.loaded.suite.cases[index], n=n, timeout_s=timeout,
+        case = self.loaded.suite.cases[index]
+        timeout, fixture, tools, blocking, judged = self._slot_parts(index, case)
+        request = TrialRequest(case=case, n=n, timeout_s=timeout,
                                fixture=fixture, tools=tools, call=self.loaded.suite.call)
         return _Slot(index, request, blocking, judged)
 

@@ -23,34 +23,34 @@ if TYPE_CHECKING:
 _ATTRIBUTE = {"\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
 
 
-def junit_tree(reports: list[Report]) -> ET.ElementTree:
-    """``<testsuites>`` with one ``<testsuite>`` per run (see ``junit_root``)."""
-    return ET.ElementTree(junit_root(reports))
-
-
 def junit_root(reports: list[Report]) -> ET.Element:
-    """The ``<testsuites>`` element, one ``<testsuite>`` per run.
+    """The ``<testsuites>`` element, one ``<testsuite>`` per run, held whole.
 
     fail → ``<failure>``, broken → ``<error>``, inconclusive → ``<failure
     type="inconclusive">``: an undecided case must not read as a pass in CI.
+    ``--junit`` writes the same XML a case at a time (``junit_pieces``).
     """
     root = ET.Element("testsuites", name="assay")
     for report in reports:
-        cases = report.cases
-        suite = ET.SubElement(
-            root, "testsuite",
-            name=inert(f"{report.suite.id} [{report.target.uri}]"),
-            tests=str(len(cases)),
-            failures=str(sum(c.outcome in ("fail", "inconclusive") for c in cases)),
-            errors=str(sum(c.outcome == "broken" for c in cases)),
-            skipped="0",
-            timestamp=report.started_at,
-            time=f"{_duration(report):.3f}",
-        )
-        for case in cases:
+        suite = ET.SubElement(root, "testsuite", attrib=_suite_attributes(report))
+        for case in report.cases:
             _testcase(suite, report, case)
     ET.indent(root)
     return root
+
+
+def _suite_attributes(report: Report) -> dict[str, str]:
+    """A run's ``<testsuite>`` attributes; its counts from the report's tally (``counts``)."""
+    counts = report.counts.values()
+    return {
+        "name": inert(f"{report.suite.id} [{report.target.uri}]"),
+        "tests": str(len(report.cases)),
+        "failures": str(sum(c.failed + c.inconclusive for c in counts)),
+        "errors": str(sum(c.broken for c in counts)),
+        "skipped": "0",
+        "timestamp": report.started_at,
+        "time": f"{_duration(report):.3f}",
+    }
 
 
 def _duration(report: Report) -> float:
@@ -65,22 +65,11 @@ def junit_pieces(reports: list[Report]) -> Iterator[bytes]:
     A run of 100,000 cases would otherwise hold a tree of them all, on top of
     reading each case four times from the run's spool: here each case is
     read twice (its time for the suite's, then its testcase) and let go.
-    The counts come from the report's tally (``counts``), not from the cases.
     """
     yield b"<?xml version='1.0' encoding='utf-8'?>\n<testsuites name=\"assay\">\n"
     for report in reports:
-        counts = report.counts.values()
-        attributes = {
-            "name": inert(f"{report.suite.id} [{report.target.uri}]"),
-            "tests": str(len(report.cases)),
-            "failures": str(sum(c.failed + c.inconclusive for c in counts)),
-            "errors": str(sum(c.broken for c in counts)),
-            "skipped": "0",
-            "timestamp": report.started_at,
-            "time": f"{_duration(report):.3f}",
-        }
         opening = " ".join(f"{key}={quoteattr(value, _ATTRIBUTE)}"
-                           for key, value in attributes.items())
+                           for key, value in _suite_attributes(report).items())
         yield f"  <testsuite {opening}>\n".encode("utf-8", "xmlcharrefreplace")
         for case in report.cases:
             holder = ET.Element("testsuite")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["AgentError", "Case", "PolicyDenied", "Refused", "Suite", "__version__", "expect",
            "online", "publish_gated"]

@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from . import __version__
 from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
 from .commands.compare import compare
@@ -39,6 +38,7 @@ from .commands.serve import serve
 from .commands.stored import runs, show
 from .commands.synth import synth
 from .commands.worker import worker
+from .version import __version__
 
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 

@@ -8,18 +8,17 @@ from dataclasses import replace
 import pytest
 
 from assay.analysis.registry import (
-    AgentEntry,
-    BatteryFacts,
     audit,
     check_version,
     decide_start,
     fold,
-    outward_names,
     publish_content,
     start_content,
     stop_content,
 )
 from assay.errors import UsageError
+from assay.grading.report import outward_names
+from assay.model.agents import AgentEntry, BatteryFacts
 
 V1 = "sha256:" + "1" * 64
 V2 = "sha256:" + "2" * 64

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.checks.values import SimplePath, compile_path
+from assay.model.values import SimplePath, compile_path
 
 NAMES = ["a", "b", "_x", "Z9", "answer", "true", "null", "and", "length", "0"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from assay.checks.values import (
+from assay.model.values import (
     JSON_TYPES,
     as_text,
     compile_path,

@@ -8,6 +8,7 @@ import threading
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from assay.analysis import agents
 from assay.store import registry
 from assay.store.database import open_store
 
@@ -26,7 +27,7 @@ def test_racing_publishes_of_one_version_make_one_entry(db_url: str) -> None:
         store = open_store(db_url)
         try:
             gate.wait()
-            entry = registry.publish(store, "python:a:agent", IDENTITY, VERSION, "t", KEY)
+            entry = agents.publish(store, "python:a:agent", IDENTITY, VERSION, "t", KEY)
             recorded.append(None if entry is None else entry.index)
         except BaseException as error:  # noqa: BLE001 - reported below
             failures.append(error)
@@ -55,11 +56,11 @@ def test_racing_publishes_of_one_version_make_one_entry(db_url: str) -> None:
 def test_a_start_with_no_battery_appends_nothing_and_a_stop_always_does(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        registry.publish(store, "python:a:agent", IDENTITY, VERSION, "t0", KEY)
-        entry, decision = registry.start(store, VERSION, "t1", KEY)
+        agents.publish(store, "python:a:agent", IDENTITY, VERSION, "t0", KEY)
+        entry, decision = agents.start(store, VERSION, "t1", KEY)
         assert entry is None and not decision.allowed
         assert decision.reasons == (f"no sealed battery ran against {VERSION}",)
-        stopped = registry.stop(store, VERSION, "t2", KEY)
+        stopped = agents.stop(store, VERSION, "t2", KEY)
         assert stopped.index == 1
         entries, _ = registry.load(store)
         assert [e.action for e in entries] == ["publish", "stop"]

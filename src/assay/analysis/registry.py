@@ -20,20 +20,12 @@ Hidden cases appear only as ``holdout-N`` (:func:`outward_names`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any
 
 from ..errors import UsageError
-
-#: What an ``agent`` entry records.
-Action = Literal["publish", "start", "stop"]
-ACTIONS: Final[tuple[str, ...]] = ("publish", "start", "stop")
-#: A version as the registry takes it: exactly what ``identity_digest`` writes.
-VERSION: Final = re.compile(r"sha256:[0-9a-f]{64}")
-#: A version's state, from its newest entry.
-State = Literal["published", "started", "stopped"]
+from ..model.agents import VERSION, AgentEntry, BatteryFacts, State
 
 
 def check_version(text: str) -> str:
@@ -42,79 +34,6 @@ def check_version(text: str) -> str:
         raise UsageError("VERSION must be an agent version as `assay agent publish` prints it: "
                          "sha256: followed by 64 lowercase hex digits")
     return text
-
-
-@dataclass(frozen=True)
-class AgentEntry:
-    """One ``agent`` ledger entry as read back.
-
-    ``content`` is None when the content is erased or is not a JSON object;
-    ``intact`` is False when its bytes no longer hash to the entry's digest or
-    the entry's hash does not cover its fields (edited in place).
-    """
-
-    index: int
-    content: Mapping[str, Any] | None
-    intact: bool = True
-
-    @property
-    def action(self) -> str | None:
-        """``publish``, ``start`` or ``stop`` (None: unreadable)."""
-        value = (self.content or {}).get("action")
-        return value if value in ACTIONS else None
-
-    @property
-    def version(self) -> str | None:
-        """The version the entry names (None: unreadable or malformed)."""
-        value = (self.content or {}).get("version")
-        return value if isinstance(value, str) and VERSION.fullmatch(value) else None
-
-    @property
-    def usable(self) -> bool:
-        """Whether the registry folds this entry: intact, with an action and a version."""
-        return self.intact and self.action is not None and self.version is not None
-
-
-@dataclass(frozen=True)
-class BatteryFacts:
-    """What the start rule reads of one stored run.
-
-    ``seal_entry`` is the index of its ``run-sealed`` entry (None: not sealed
-    in the ledger); ``breaches`` names the cases with a failed structural
-    verdict, hidden ones as ``holdout-N`` only.
-    """
-
-    run_id: str
-    suite_id: str
-    target_digest: str
-    status: str
-    seal_entry: int | None
-    seal_hash: str | None
-    passed: bool | None
-    interrupted: bool | None
-    breaches: tuple[str, ...] = ()
-
-    @property
-    def sealed(self) -> bool:
-        """Sealed, and by an entry of the ledger."""
-        return self.status == "sealed" and self.seal_entry is not None
-
-
-def outward_names(cases: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Each case id's shown name, from (id, split) in report order: hidden ones as holdout-N.
-
-    The same numbering as ``grading.redact``, so a name here is the name
-    ``assay show`` gives the case.
-    """
-    names: dict[str, str] = {}
-    hidden = 0
-    for case_id, split in cases:
-        if split == "hidden":
-            hidden += 1
-            names[case_id] = f"holdout-{hidden}"
-        else:
-            names[case_id] = case_id
-    return names
 
 
 # --- entry contents ----------------------------------------------------------------------

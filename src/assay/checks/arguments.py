@@ -31,7 +31,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from ..model import Event
-from .values import JSON_TYPES, json_type_matches, same, short, type_name
+from ..model.values import JSON_TYPES, json_type_matches, same, short, type_name
 
 E = TypeVar("E")
 A = TypeVar("A")

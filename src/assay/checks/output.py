@@ -8,8 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..model import Assertion, Trace
-from .registry import Check, Judgement, LoadContext, register
-from .values import (
+from ..model.values import (
     JSON_TYPES,
     as_text,
     is_number,
@@ -20,6 +19,7 @@ from .values import (
     short,
     type_name,
 )
+from .registry import Check, Judgement, LoadContext, register
 
 STATUSES = ("ok", "error", "refused", "timeout")
 

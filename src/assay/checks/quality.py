@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..judging.answers import fold_rubric
-from ..judging.opinion import Opinion, judge_opinion, score_answer
+from ..judging.opinion import OPINION_CHECKS, Opinion, judge_opinion, score_answer
 from ..judging.templates import check_template
 from ..model import Assertion, Trace
+from ..model.values import select
 from .registry import Check, Judgement, LoadContext, register
-from .values import select
 
 #: What the checks below read: the final output (a ``path`` selects within it).
 FACT = "output"
@@ -214,7 +214,10 @@ def _unasked(assertion: Assertion, trace: Trace) -> Judgement:
     return read_opinions(assertion, trace, ())
 
 
-for _name, _prepare in (("judge", prepare_judge), ("rubric", prepare_rubric),
-                        ("similar", prepare_similar)):
+_PREPARE = {"judge": prepare_judge, "rubric": prepare_rubric, "similar": prepare_similar}
+# The judging room asks opinions for these names; a check read from opinions that it
+# did not know would never be asked about, so the two lists are one.
+assert set(_PREPARE) == OPINION_CHECKS
+for _name, _prepare in _PREPARE.items():
     register(Check(name=_name, family="quality", fact=FACT, evaluate=_unasked, prepare=_prepare,
                    opinions=True))

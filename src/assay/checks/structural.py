@@ -20,6 +20,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from ..model import Assertion, Event, Trace
+from ..model.values import is_number, is_whole, short, type_name
 from .apply import required_evidence
 from .arguments import (
     assign,
@@ -32,7 +33,6 @@ from .arguments import (
     unreadable,
 )
 from .registry import Check, Judgement, LoadContext, register
-from .values import is_number, is_whole, short, type_name
 
 Numbered = list[tuple[int, int, Event]]  # (call number from 1, index in trace.events, event)
 

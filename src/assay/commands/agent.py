@@ -55,9 +55,9 @@ def publish(uri: str, db: str | None, as_json: bool, base_dir: Path | None,
     battery takes it. Publishing a version again records nothing new. An
     agent that cannot start is exit 3, and nothing is recorded.
     """
+    from ..analysis import agents
     from ..engine.version import take_version
     from ..reports.safe import inert
-    from ..store import registry
     from ..store.database import open_store
     from ..store.keys import signing_key
 
@@ -66,7 +66,7 @@ def publish(uri: str, db: str | None, as_json: bool, base_dir: Path | None,
         key = signing_key(db)
         store = open_store(db)
         try:
-            entry = registry.publish(store, taken.uri, taken.identity, taken.digest, _now(), key)
+            entry = agents.publish(store, taken.uri, taken.identity, taken.digest, _now(), key)
         finally:
             store.close()
     except AssayError as error:
@@ -97,9 +97,9 @@ def start(version: str, db: str | None, as_json: bool) -> None:
     this version passed its pass mark, was not interrupted and has no
     structural breach. The start is recorded with the run it rests on.
     """
+    from ..analysis import agents
     from ..analysis.registry import check_version
     from ..reports.safe import inert
-    from ..store import registry
     from ..store.database import open_store
     from ..store.keys import signing_key
 
@@ -108,7 +108,7 @@ def start(version: str, db: str | None, as_json: bool) -> None:
         key = signing_key(db)
         store = open_store(db)
         try:
-            entry, decision = registry.start(store, version, _now(), key)
+            entry, decision = agents.start(store, version, _now(), key)
         finally:
             store.close()
     except AssayError as error:
@@ -137,8 +137,8 @@ def start(version: str, db: str | None, as_json: bool) -> None:
 @JSON_OPTION
 def stop(version: str, db: str | None, as_json: bool) -> None:
     """Stop a version: never refused, recorded even if it never started."""
+    from ..analysis import agents
     from ..analysis.registry import check_version
-    from ..store import registry
     from ..store.database import open_store
     from ..store.keys import signing_key
 
@@ -147,7 +147,7 @@ def stop(version: str, db: str | None, as_json: bool) -> None:
         key = signing_key(db)
         store = open_store(db)
         try:
-            entry = registry.stop(store, version, _now(), key)
+            entry = agents.stop(store, version, _now(), key)
         finally:
             store.close()
     except AssayError as error:

@@ -8,7 +8,7 @@ leaves the harness (files, terminal, pages, receipts) is built from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -124,3 +124,20 @@ def redact(report: Report) -> Report:
         else:
             cases.append(case)
     return report.model_copy(update={"cases": cases})
+
+
+def outward_names(cases: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each case id's shown name, from (id, split) in report order: hidden ones as holdout-N.
+
+    The same numbering as ``redact`` above, so a name here is the name
+    ``assay show`` gives the case.
+    """
+    names: dict[str, str] = {}
+    hidden = 0
+    for case_id, split in cases:
+        if split == "hidden":
+            hidden += 1
+            names[case_id] = f"holdout-{hidden}"
+        else:
+            names[case_id] = case_id
+    return names

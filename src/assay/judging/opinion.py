@@ -18,6 +18,10 @@ from .answers import REFUSED, JudgeAnswer, ScoreAnswer, read_judge, read_score
 if TYPE_CHECKING:
     from ..model.result import Outcome
 
+#: The checks whose verdicts are read from opinions: what a panel asks judges (or the
+#: local model) about. ``checks.quality`` declares these names and no others.
+OPINION_CHECKS = frozenset({"judge", "rubric", "similar"})
+
 
 @dataclass(frozen=True, slots=True)
 class Opinion:

@@ -31,15 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import digest
-from ..checks import reads_opinions
-from ..checks.values import select
 from ..errors import UsageError
 from ..model import Assertion, Case, Suite, Trace
+from ..model.values import select
 from ..targets.call_cache import CallCache
 from ..targets.prices import PriceTable
 from .client import DEFAULT_TIMEOUT_S, JudgeSettings, ask, make_client
 from .judges import ENV_BASE_URL, JudgeRef, resolve_judge
-from .opinion import Opinion
+from .opinion import OPINION_CHECKS, Opinion
 from .templates import as_text, default_template, prompt_digest, render
 
 
@@ -73,18 +72,16 @@ class _Question:
 
 def asks_opinions(case: Case) -> bool:
     """Whether any of the case's assertions is read from opinions."""
-    return any(reads_opinions(a) for a in case.expect)
+    return any(a.check in OPINION_CHECKS for a in case.expect)
 
 
 def suite_asks_opinions(cases: Sequence[Case]) -> bool:
     """Whether any case asks opinions (packed cases are read by their check names only)."""
-    from ..checks.registry import REGISTRY
     from ..model.packed import PackedCases
 
     if not isinstance(cases, PackedCases):
         return any(asks_opinions(case) for case in cases)
-    judged = {name for name, check in REGISTRY.items() if check.opinions}
-    return any(name in judged for names in cases.checks() for name in names)
+    return any(name in OPINION_CHECKS for names in cases.checks() for name in names)
 
 
 class Panel:
@@ -212,7 +209,7 @@ class Panel:
         """Every opinion the case's quality checks need on ``trace``, by assertion position."""
         jobs: list[tuple[int, Awaitable[Opinion]]] = []
         for position, assertion in enumerate(case.expect):
-            if not reads_opinions(assertion):
+            if assertion.check not in OPINION_CHECKS:
                 continue
             found, actual = select(trace.output, assertion.path)
             if not found:

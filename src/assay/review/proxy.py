@@ -401,7 +401,7 @@ def _upstream(command: tuple[str, ...], cwd: Path) -> Connection:
     from mcp.client.stdio import stdio_client
     from mcp.types import Implementation
 
-    from .. import __version__
+    from ..version import __version__
 
     log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
     params = StdioServerParameters(command=command[0], args=list(command[1:]),

@@ -1,7 +1,8 @@
 """The registry in the store: read ``agent`` entries and run facts, append in one transaction.
 
-The rules are :mod:`assay.analysis.registry`'s (pure); this module only reads
-what they need and appends what they decided. A decision and its entry share
+The rules are :mod:`assay.analysis.registry`'s (pure) and the three entries
+are decided in :mod:`assay.analysis.agents`; this module only reads what they
+need and appends what they decided (``record``). A decision and its entry share
 one transaction that holds the ledger's write lock (SQLite's ``BEGIN
 IMMEDIATE``; on PostgreSQL the appenders' advisory lock, taken before the
 read), so no battery can be sealed, and no second publish land, between what
@@ -23,8 +24,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..analysis.registry import AgentEntry, BatteryFacts, StartDecision, outward_names
 from ..canonical import canonical
+from ..grading.report import outward_names
+from ..model.agents import AgentEntry, BatteryFacts
 from . import schema
 from .chain import Entry, entry_hash
 from .database import Store, StoreError
@@ -163,50 +165,3 @@ def load(store: Store) -> tuple[list[AgentEntry], list[BatteryFacts]]:
             return entries, read_runs(connection, versions)
     except sa.exc.SQLAlchemyError as error:
         raise StoreError(f"cannot read the registry ({type(error).__name__})") from None
-
-
-# --- the registry's three entries ---------------------------------------------------------
-
-def publish(store: Store, uri: str, identity: dict[str, str], version: str, at: str,
-            key: Ed25519PrivateKey | None = None) -> Entry | None:
-    """Record a publish of ``version``; None when it was published already (nothing appended).
-
-    A version is its content, so publishing it again says nothing new
-    (docs/decisions/0027-registry.md).
-    """
-    from ..analysis.registry import publish_content, published_before
-
-    def decide(entries: list[AgentEntry], _: Connection) -> tuple[dict[str, Any] | None, None]:
-        if published_before(entries, version):
-            return None, None
-        return publish_content(version, uri, identity, at), None
-
-    return record(store, decide, key)[0]
-
-
-def start(store: Store, version: str, at: str, key: Ed25519PrivateKey | None = None
-          ) -> tuple[Entry | None, StartDecision]:
-    """Decide whether ``version`` may start; when it may, record the start (else nothing)."""
-    from ..analysis.registry import decide_start, published_before, start_content
-
-    def decide(entries: list[AgentEntry], connection: Connection
-               ) -> tuple[dict[str, Any] | None, StartDecision]:
-        decision = decide_start(version, read_runs(connection, {version}),
-                                published=published_before(entries, version))
-        if not decision.allowed or decision.run is None:
-            return None, decision
-        return start_content(version, decision.run, at), decision
-
-    return record(store, decide, key)
-
-
-def stop(store: Store, version: str, at: str, key: Ed25519PrivateKey | None = None) -> Entry:
-    """Record a stop of ``version``: never refused."""
-    from ..analysis.registry import stop_content
-
-    def decide(entries: list[AgentEntry], _: Connection) -> tuple[dict[str, Any], None]:
-        return stop_content(version, at), None
-
-    entry = record(store, decide, key)[0]
-    assert entry is not None  # a stop always appends
-    return entry

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ..checks import PLANNED, REGISTRY, LoadContext, lookup
-from ..checks.values import compile_path
 from ..errors import SuiteError
 from ..model import MODIFIERS, Assertion, Case, Evidence, Suite
 from ..model.suite import pin_problem
+from ..model.values import compile_path
 from .marks import Loc
 
 LineOf = Callable[[Loc], int | None]

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import yaml
 
-from .. import __version__
+from ..version import __version__
 from . import marks
 
 #: The working folder's assay folder: the cache is kept only where it already is

@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..checks.values import same
 from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from ..model.storable import json_copy
+from ..model.values import same
 
 
 def json_value(value: Any, what: str) -> Any:

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from .. import __version__
+from ..version import __version__
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -57,6 +57,7 @@ def load_suites(paths: tuple[Path, ...], hidden_dir: Path | None, suite_ids: tup
     """Discover the suites under ``paths`` (default ``evals/``), only ``suite_ids`` if given."""
     from ..errors import UsageError
     from ..suites import discover
+    from ..suites.loader import hidden_fallback
 
     roots = list(paths) or [Path("evals")]
     loaded = discover(roots, hidden_dir)
@@ -74,19 +75,6 @@ def load_suites(paths: tuple[Path, ...], hidden_dir: Path | None, suite_ids: tup
         if item.hidden_missing is not None:
             click.echo(f"assay: note: {hidden_fallback(item)}", err=True)
     return loaded
-
-
-def hidden_fallback(item: LoadedSuite) -> str:
-    """What a suite ran instead of the private hidden cases ``--hidden-dir`` did not hold.
-
-    Names folders only, never a case: the user who gave the folder needs to
-    know it was not used (a typo, a wrong version), not what the samples hold.
-    """
-    instead = "it has no hidden cases"
-    if item.hidden_source == "samples" and item.suite.hidden is not None:
-        instead = f"using its sample hidden cases ({item.path.parent / item.suite.hidden}) instead"
-    return (f"--hidden-dir has no folder {item.hidden_missing} for suite {item.suite.id}; "
-            f"{instead}")
 
 
 DB_OPTION = click.option(

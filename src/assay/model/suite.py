@@ -247,8 +247,9 @@ class Suite(BaseModel):
         return self._of_split("hidden")
 
     def _of_split(self, split: Split) -> Sequence[Case]:
-        from .packed import PackedCases
-
-        if isinstance(self.cases, PackedCases):  # still packed: read as they are used
-            return self.cases.of_split(split)
+        # Cases still packed (``model.packed``, which builds on this module) are read as
+        # they are used: the packed sequence answers by split itself.
+        of_split = getattr(self.cases, "of_split", None)
+        if of_split is not None:
+            return of_split(split)  # type: ignore[no-any-return]
         return [c for c in self.cases if c.split == split]

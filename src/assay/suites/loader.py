@@ -508,3 +508,16 @@ def _hidden_line(path: Path) -> int | None:
         return None
     marked = load_marked(path)
     return marked.key_line(["hidden"])
+
+
+def hidden_fallback(item: LoadedSuite) -> str:
+    """What a suite ran instead of the private hidden cases ``--hidden-dir`` did not hold.
+
+    Names folders only, never a case: the user who gave the folder needs to
+    know it was not used (a typo, a wrong version), not what the samples hold.
+    """
+    instead = "it has no hidden cases"
+    if item.hidden_source == "samples" and item.suite.hidden is not None:
+        instead = f"using its sample hidden cases ({item.path.parent / item.suite.hidden}) instead"
+    return (f"--hidden-dir has no folder {item.hidden_missing} for suite {item.suite.id}; "
+            f"{instead}")

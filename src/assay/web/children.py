@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .app import Workbench
+    from .bench import Workbench
 
 #: How much of a child's stderr is kept (its end: where the reason is).
 STDERR_TAIL = 16_384

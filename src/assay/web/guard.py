@@ -27,7 +27,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .app import Workbench
+from .bench import Workbench
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

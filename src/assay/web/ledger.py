@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from ..store.database import Store
     from ..store.verified import Verified
-    from .app import Workbench
+    from .bench import Workbench
 
 router = APIRouter()
 log = logging.getLogger("assay.web")

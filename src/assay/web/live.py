@@ -37,7 +37,7 @@ from .render import BadRequest, NotFound, fragment, is_api, path_part, respond
 
 if TYPE_CHECKING:
     from ..store.progress import RunProgress
-    from .app import Workbench
+    from .bench import Workbench
     from .children import Child, Children
 
 router = APIRouter()
@@ -74,8 +74,8 @@ def children(bench: Workbench) -> Children:
 @router.get("/api/suites")
 def suites_page(request: Request) -> Response:
     """The suites found under the server's paths, each startable; the files that did not load."""
-    from ..commands.common import hidden_fallback
     from ..suites import survey
+    from ..suites.loader import hidden_fallback
 
     bench: Workbench = request.app.state.bench
     found = survey(_roots(bench), _hidden_root(bench))

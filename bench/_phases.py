@@ -29,15 +29,15 @@ before = set(sys.modules)
 #: phase name -> (module, attribute path) of the function doing it.
 PHASES: dict[str, tuple[str, str]] = {
     "suite load": ("assay.suites", "discover"),
-    "open the store (writer)": ("assay.store.writer", "start_writer"),
-    "wait for the store": ("assay.store.writer", "ProcessSink.ready"),
+    "open the store (writer)": ("assay.store.runs.recorder_process", "start_writer"),
+    "wait for the store": ("assay.store.runs.recorder_process", "ProcessSink.ready"),
     "register": ("assay.engine.record", "RunRecorder.register"),
     "battery": ("assay.engine.battery", "Battery.run"),
     "seal": ("assay.engine.record", "RunRecorder.seal"),
     "redact": ("assay.grading", "redact"),
     "terminal report": ("assay.reports.terminal", "print_report"),
     "JSON report": ("assay.reports", "write_json"),
-    "stop the writer": ("assay.store.writer", "ProcessSink.stop"),
+    "stop the writer": ("assay.store.runs.recorder_process", "ProcessSink.stop"),
 }
 
 spent: dict[str, float] = {}

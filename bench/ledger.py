@@ -28,9 +28,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.store import receipts
-from assay.store.chain import KINDS, Kind
 from assay.store.database import open_store
+from assay.store.ledger import receipts
+from assay.store.ledger.chain import KINDS, Kind
 
 GOAL = 200_000
 BATCH = 10_000

@@ -38,7 +38,7 @@ def rss():
         return int(fh.read().split()[1]) * 4096 / 2**20
 
 from assay.suites import load_suite_file
-from assay.store.documents import stored_suite_json, stored_suite_pieces
+from assay.store.runs.documents import stored_suite_json, stored_suite_pieces
 gc.collect()
 base = rss()
 t0 = time.perf_counter()
@@ -75,7 +75,7 @@ def write_suite(path: Path, cases: int) -> None:
 
 def load_once(folder: Path, suite: Path) -> dict[str, object]:
     """One load in a fresh process, run from ``folder`` (where ``.assay/`` may be)."""
-    from assay.store import documents
+    from assay.store.runs import documents
 
     child = _CHILD if hasattr(documents, "stored_suite_pieces") else _OLD_CHILD
     done = subprocess.run([sys.executable, "-c", child, str(suite)], cwd=folder,

@@ -26,7 +26,7 @@ from assay.analysis.calibration import (
 )
 from assay.judging.answers import OUT_OF_FORM_JUDGE, OUT_OF_FORM_SCORE
 from assay.judging.opinion import Opinion
-from assay.store.calibration import JudgedAssertion, ReviewedTrial
+from assay.store.reviews.calibration import JudgedAssertion, ReviewedTrial
 
 CANARY = "CANARY-CALIBRATION-77f3"
 

@@ -330,7 +330,7 @@ def test_an_open_run_is_one_line(runs: Runs) -> None:
     from assay.engine.record import RunRecorder
     from assay.model import Case, TrialResult
     from assay.store.database import open_store
-    from assay.store.run_record import LocalSink
+    from assay.store.runs.record import LocalSink
     from assay.suites import discover
 
     root = runs.project.root

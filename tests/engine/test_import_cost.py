@@ -19,13 +19,13 @@ def test_opening_the_record_imports_no_model_and_no_database_library() -> None:
     loaded = _imported_after("from assay.engine.runs import open_sink")
     assert not {m for m in loaded if m == "pydantic" or m.startswith(("assay.model", "sqlalchemy"))}
     # Nor the ledger's chain and the cryptography it signs with (the writer's).
-    assert not {m for m in loaded if m.startswith(("cryptography", "assay.store.chain"))}
+    assert not {m for m in loaded if m.startswith(("cryptography", "assay.store.ledger.chain"))}
     assert "assay.engine.battery" not in loaded
 
 
 def test_the_writers_own_modules_need_no_model() -> None:
     loaded = _imported_after(
-        "import assay.store.database, assay.store.run_record, assay.store.keys")
+        "import assay.store.database, assay.store.runs.record, assay.store.ledger.keys")
     assert "sqlalchemy" in loaded  # the check below is about something real
     assert not {m for m in loaded if m == "pydantic" or m.startswith("assay.model")}
 
@@ -39,8 +39,9 @@ def test_the_engines_names_still_import_as_before() -> None:
 
 def test_the_ledger_cores_names_still_import_from_the_package() -> None:
     import assay.store
-    from assay.store import GENESIS, merkle, verify
-    from assay.store.chain import verify as direct
+    from assay.store import GENESIS, verify
+    from assay.store.ledger import merkle
+    from assay.store.ledger.chain import verify as direct
 
     assert verify is direct and merkle.HASH_SIZE == 32 and isinstance(GENESIS, str)
     assert sorted(assay.store.__all__) == sorted(

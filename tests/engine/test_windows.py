@@ -20,8 +20,8 @@ from assay.engine.windows import Window, current_window, window_at, window_start
 from assay.errors import UsageError
 from assay.store import schema
 from assay.store.database import open_store
-from assay.store.keys import signing_key
-from assay.store.run_record import LocalSink
+from assay.store.ledger.keys import signing_key
+from assay.store.runs.record import LocalSink
 
 from .conftest import Bench
 

@@ -22,7 +22,7 @@ from assay.model.storable import (
     storable_json,
     storable_text,
 )
-from assay.store.records import trial_record
+from assay.store.runs.trials import trial_record
 
 from ..fuzz_corpus import HOSTILE, MEGABYTE, nested
 

@@ -11,7 +11,7 @@ from assay.grading import RunInfo, build_report, fold_case, fold_trial
 from assay.model import Case, Evidence, Report, SuiteRef, TargetRef, Verdict
 from assay.reports import write_json
 from assay.reports.json_report import report_line
-from assay.store.documents import report_body
+from assay.store.runs.documents import report_body
 
 from ..fuzz_corpus import HOSTILE, NAME
 

@@ -193,7 +193,7 @@ def test_one_judge_and_a_judge_that_gave_no_opinion(reviewed) -> None:
 
 def test_items_from_outside_a_run_are_counted_not_compared(reviewed, tmp_path: Path) -> None:
     from assay.store.database import open_store
-    from assay.store.reviews import add_item, decide
+    from assay.store.reviews.items import add_item, decide
 
     project = Project(tmp_path)  # a copy of the reviewed store: the others stay as they were
     shutil.copytree(reviewed[0].root / ".assay", tmp_path / ".assay")

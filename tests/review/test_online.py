@@ -488,7 +488,7 @@ def test_hidden_cases_are_never_used_online(tmp_path: Path) -> None:
 def test_the_review_screen_shows_a_sample_s_input_and_output(tmp_path: Path) -> None:
     from assay.review.detail import detail, view
     from assay.store.database import open_store
-    from assay.store.reviews import list_items
+    from assay.store.reviews.items import list_items
 
     wrapper = assay.online(write_suite(tmp_path), sample=1.0, db=store_url(tmp_path))
     wrapper(lambda request: {"answer": "Traceback [bold]here[/bold]"})({"question": "where?"})

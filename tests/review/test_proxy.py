@@ -166,7 +166,7 @@ def test_calls_come_back_unchanged_and_a_forbidden_call_is_queued(project: Proje
 
     # The queued trace is the call as it happened: arguments and the upstream's result.
     from assay.store.database import open_store
-    from assay.store.reviews import item_evidence, list_items
+    from assay.store.reviews.items import item_evidence, list_items
 
     store = open_store(f"sqlite:///{project.root / '.assay' / 'assay.db'}")
     try:

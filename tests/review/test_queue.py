@@ -180,7 +180,7 @@ def test_the_screen_needs_a_terminal(sealed) -> None:
 
 def test_two_people_deciding_one_item_at_once_leave_one_decision(sealed) -> None:
     from assay.store.database import open_store
-    from assay.store.reviews import AlreadyDecided, decide
+    from assay.store.reviews.items import AlreadyDecided, decide
 
     project, _ = sealed
     item = int(listed(project)[0]["item"])

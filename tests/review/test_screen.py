@@ -379,7 +379,7 @@ def test_agent_markup_is_shown_literally_and_does_nothing(sealed: Project) -> No
 def test_a_hand_added_item_shows_its_skills_and_errors(sealed: Project) -> None:
     from assay.model import Event, Trace
     from assay.store.database import open_store
-    from assay.store.reviews import add_item
+    from assay.store.reviews.items import add_item
 
     trace = Trace(output=None, status="error", error="[red]host gave up[/red]", events=[
         Event(kind="skill", name="pdf-forms"),

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from assay.model import Report
-from assay.store.batteries import newest_pairs
 from assay.store.database import Store, open_store
+from assay.store.runs.batteries import newest_pairs
 
 from .test_database import a_report
 

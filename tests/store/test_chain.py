@@ -21,12 +21,12 @@ from assay.store import (
     append,
     head_message,
     leaves,
-    merkle,
     sign_head,
     verify,
     verify_head,
 )
-from assay.store.chain import _entry_bytes, entry_hash, walk
+from assay.store.ledger import merkle
+from assay.store.ledger.chain import _entry_bytes, entry_hash, walk
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 

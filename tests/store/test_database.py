@@ -28,7 +28,7 @@ from assay.model import (
 )
 from assay.store import schema
 from assay.store.database import Store, StoreError, open_store
-from assay.store.documents import report_digest
+from assay.store.runs.documents import report_digest
 
 
 def trace(text: str, cost: float = 0.01) -> Trace:

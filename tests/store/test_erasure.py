@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from assay.store import schema
 from assay.store.database import open_store
-from assay.store.documents import load_stored_suite
+from assay.store.runs.documents import load_stored_suite
 
 from ..postgres import Template
 

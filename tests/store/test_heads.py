@@ -15,10 +15,11 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay.cli import main
-from assay.store import merkle, schema
-from assay.store.chain import head_message, leaves
+from assay.store import schema
 from assay.store.database import Store, open_store
-from assay.store.heads import (
+from assay.store.ledger import merkle
+from assay.store.ledger.chain import head_message, leaves
+from assay.store.ledger.heads import (
     SCHEMA,
     Frontier,
     StoredHead,
@@ -204,7 +205,7 @@ def test_a_truncated_ledger_names_the_first_missing_entry(store: Store) -> None:
 
 
 def test_the_published_head_format_round_trips() -> None:
-    from assay.store.chain import sign_head
+    from assay.store.ledger.chain import sign_head
 
     head = sign_head([], KEY)
     data = published(head, raw_public_key(KEY))
@@ -272,7 +273,7 @@ def test_verify_with_the_local_key_file(store: Store, db_url: str, tmp_path: Pat
 
 
 def test_no_head_is_signed_over_a_gap_or_a_malformed_hash(store: Store) -> None:
-    from assay.store.heads import HeadError
+    from assay.store.ledger.heads import HeadError
 
     add(store, 4)
     record(store)
@@ -290,9 +291,9 @@ def test_no_head_is_signed_over_a_gap_or_a_malformed_hash(store: Store) -> None:
 def test_a_ledger_that_does_not_hold_still_takes_a_run_s_batches(store: Store) -> None:
     # The writer follows the ledger after each batch; where it cannot (an entry
     # missing), the batch is written all the same and the seal is what refuses.
-    from assay.store.heads import HeadError
-    from assay.store.records import TrialRecord
-    from assay.store.run_record import register_run, seal_run, write_batch
+    from assay.store.ledger.heads import HeadError
+    from assay.store.runs.record import register_run, seal_run, write_batch
+    from assay.store.runs.trials import TrialRecord
 
     add(store, 4)
     change(store, schema.ledger.delete().where(schema.ledger.c.index == 2))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 
-from assay.store.keys import load_or_create_key
+from assay.store.ledger.keys import load_or_create_key
 
 
 def raw(key: object) -> bytes:

@@ -17,7 +17,7 @@ from assay.canonical import digest
 from assay.grading import redact
 from assay.store import schema
 from assay.store.database import open_store
-from assay.store.documents import report_digest, summary
+from assay.store.runs.documents import report_digest, summary
 
 CANARY = "CANARY-9e47"
 

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from assay.cli import main
 from assay.store import schema
-from assay.store.chain import GENESIS, entry_hash
 from assay.store.database import Store, open_store
-from assay.store.ledger import Ledger
+from assay.store.ledger.chain import GENESIS, entry_hash
+from assay.store.ledger.entries import Ledger
 
 
 @pytest.fixture

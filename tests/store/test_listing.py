@@ -1,4 +1,4 @@
-"""Runs as a list shows them (``store/listing.py``, ``runs.listing``), on SQLite and PostgreSQL."""
+"""Runs as a list shows them (``store/runs/listing.py``), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from assay.store import schema
 from assay.store.database import Store, open_store
-from assay.store.listing import RunFilter, list_runs, listed_run
+from assay.store.runs.listing import RunFilter, list_runs, listed_run
 
 from .test_database import a_report
 from .test_fresh_store import alembic_upgrade

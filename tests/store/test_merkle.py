@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.store import merkle
-from assay.store.merkle import (
+from assay.store.ledger import merkle
+from assay.store.ledger.merkle import (
     EMPTY_ROOT,
     consistency_proof,
     inclusion_proof,

@@ -16,7 +16,7 @@ from assay.canonical import digest
 from assay.cli import main
 from assay.store import schema
 from assay.store.database import Store, open_store
-from assay.store.opinions import raw_blob, seal_opinions
+from assay.store.ledger.opinions import raw_blob, seal_opinions
 
 
 @pytest.fixture

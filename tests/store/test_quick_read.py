@@ -14,8 +14,8 @@ from assay.analysis.run_facts import load_runs
 from assay.errors import UsageError
 from assay.store import schema
 from assay.store.database import open_store
-from assay.store.quick_read import report_documents, sqlite_file
 from assay.store.revision import HEAD_REVISION
+from assay.store.runs.sqlite_reports import report_documents, sqlite_file
 
 from .test_database import a_report
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.store import receipts
+from assay.store.ledger import receipts
 
 from .test_ledger_runs import CANARY, assay, project
 
@@ -131,7 +131,7 @@ def test_no_receipt_without_a_sealed_entry(tmp_path: Path) -> None:
 
 def test_the_key_of_a_non_file_store_lives_in_dot_assay(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from assay.store.keys import ledger_key_path
+    from assay.store.ledger.keys import ledger_key_path
 
     monkeypatch.delenv("ASSAY_LEDGER_KEY", raising=False)
     assert ledger_key_path("postgresql+psycopg://h/db") == Path(".assay") / "ledger.key"
@@ -173,7 +173,7 @@ def _receipt() -> dict[str, Any]:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
         from assay.canonical import digest
-        from assay.store.chain import append, sign_head
+        from assay.store.ledger.chain import append, sign_head
 
         sealed = {"run_id": "run-1", "report_digest": "sha256:" + "a" * 64,
                   "summary": digest(_SUMMARY)}
@@ -316,7 +316,7 @@ def test_flipping_any_bit_of_any_value_fails_and_never_raises(data: st.DataObjec
 def test_build_refuses_a_head_that_does_not_cover_the_entry() -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from assay.store.chain import append, sign_head
+    from assay.store.ledger.chain import append, sign_head
 
     entries = [append([], "run-sealed", {"run_id": "r"})]
     key = Ed25519PrivateKey.generate()

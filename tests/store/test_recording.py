@@ -58,7 +58,7 @@ def test_the_stored_suite_loads_back_with_its_assertions_files() -> None:
     import json
     from pathlib import Path
 
-    from assay.store.documents import load_stored_suite, stored_suite_json
+    from assay.store.runs.documents import load_stored_suite, stored_suite_json
     from assay.suites import discover
 
     examples = Path(__file__).resolve().parents[2] / "examples"
@@ -77,7 +77,7 @@ def test_the_stored_suite_loads_back_with_its_assertions_files() -> None:
 def test_the_unreported_usage_is_recorded_as_pydantic_writes_it() -> None:
     from assay.grading import fold_trial
     from assay.model.trace import Usage
-    from assay.store.records import UNREPORTED_USAGE, trial_record
+    from assay.store.runs.trials import UNREPORTED_USAGE, trial_record
 
     assert UNREPORTED_USAGE == Usage().model_dump_json()
     silent = fold_trial(1, [], reason="x", broken=True)

@@ -428,8 +428,8 @@ def test_a_broken_trial_is_compared_by_outcome_only() -> None:
     from assay.model import Case, Suite
     from assay.model.result import SuiteRef, TargetRef
     from assay.store.database import StoredRun, StoredTrial, StoredVerdict
-    from assay.store.documents import report_digest
-    from assay.store.replaying import LedgerEntry, RunLedger
+    from assay.store.ledger.replaying import LedgerEntry, RunLedger
+    from assay.store.runs.documents import report_digest
 
     case = Case(id="c", expect=[{"equals": 1}])
     suite = Suite(id="replay/broken@1", cases=[case])

@@ -188,8 +188,8 @@ def test_trials_are_written_in_batches_with_one_ledger_entry_each(tmp_path: Path
 
     from assay.engine import Battery, BatteryOptions
     from assay.engine.record import RunRecorder
-    from assay.store.keys import load_or_create_key
-    from assay.store.run_record import LocalSink
+    from assay.store.ledger.keys import load_or_create_key
+    from assay.store.runs.record import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
 
@@ -228,7 +228,7 @@ def test_a_failed_write_stops_the_recording_and_names_the_run(tmp_path: Path) ->
     from assay.engine.record import RunRecorder
     from assay.model import Case, TrialResult, Verdict
     from assay.store.database import StoreError
-    from assay.store.run_record import LocalSink
+    from assay.store.runs.record import LocalSink
     from assay.suites import discover
     from assay.targets import TargetOptions, make_target
 

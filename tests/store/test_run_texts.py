@@ -19,11 +19,13 @@ import sqlalchemy as sa
 
 from assay.engine.runs import RunSettings, run_suites
 from assay.model.result import report_json
-from assay.store import documents, run_texts, schema
+from assay.store import schema
 from assay.store.database import open_store
 from assay.store.erasure import erase
-from assay.store.quick_read import report_documents
 from assay.store.revision import HEAD_REVISION
+from assay.store.runs import documents
+from assay.store.runs import texts as run_texts
+from assay.store.runs.sqlite_reports import report_documents
 from assay.suites import load_suite_file
 
 CANARY = "CANARY-PARTS-19c4"

@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from assay.canonical import canonical
 from assay.cli import main
 from assay.store import schema
-from assay.store.chain import GENESIS, KINDS, Entry, entry_hash
 from assay.store.database import Store, open_store
+from assay.store.ledger.chain import GENESIS, KINDS, Entry, entry_hash
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 ROUNDS = 2

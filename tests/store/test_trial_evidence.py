@@ -1,4 +1,4 @@
-"""One trial found by its case's place in the report (``store/trial_evidence.py``), on
+"""One trial found by its case's place in the report (``store/runs/trial_evidence.py``), on
 SQLite and PostgreSQL: its entries, trace and opinions, and a hidden one's label only."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from assay.judging.opinion import Opinion
 from assay.model import CaseResult
 from assay.store import schema
 from assay.store.database import Store, open_store
-from assay.store.trial_evidence import (
+from assay.store.runs.trial_evidence import (
     HiddenTrial,
     PublicTrial,
     RunNotSealed,

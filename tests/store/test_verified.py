@@ -14,11 +14,12 @@ from collections.abc import Iterator
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.store import merkle, schema
-from assay.store.chain import head_message, leaves
+from assay.store import schema
 from assay.store.database import Store, open_store
-from assay.store.heads import record_head
-from assay.store.verified import Verified, verify_all, verify_new
+from assay.store.ledger import merkle
+from assay.store.ledger.chain import head_message, leaves
+from assay.store.ledger.heads import record_head
+from assay.store.ledger.verified import Verified, verify_all, verify_new
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 OTHER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
@@ -180,8 +181,8 @@ def test_the_whole_check_in_a_process_of_its_own_sends_what_it_found(
         store: Store, db_url: str) -> None:
     import multiprocessing
 
-    from assay.store.heads import raw_public_key
-    from assay.store.verified import verify_all_sent
+    from assay.store.ledger.heads import raw_public_key
+    from assay.store.ledger.verified import verify_all_sent
 
     add(store, 30)
     context = multiprocessing.get_context("spawn")

@@ -17,7 +17,7 @@ from assay.canonical import digest, file_digest
 from assay.errors import SuiteError
 from assay.model import Assertion, Case, Suite
 from assay.model.packed import PackedCases
-from assay.store.documents import stored_suite_json, stored_suite_pieces
+from assay.store.runs.documents import stored_suite_json, stored_suite_pieces
 from assay.suites import LoadedSuite, load_suite_file
 from assay.suites import loader as suite_loader
 from assay.suites.build import Problem, make_cases

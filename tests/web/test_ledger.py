@@ -175,7 +175,7 @@ def test_an_open_run_has_no_receipt_yet(stocked: Stocked, served: Served) -> Non
     from assay.engine.record import RunRecorder
     from assay.model import Case, TrialResult
     from assay.store.database import open_store
-    from assay.store.run_record import LocalSink
+    from assay.store.runs.record import LocalSink
     from assay.suites import discover
 
     loaded = discover([stocked.project.root / "evals"], None)[0]

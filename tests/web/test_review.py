@@ -69,7 +69,7 @@ def test_the_queue_lists_what_assay_review_exports_oldest_first(stocked: Stocked
 def test_a_long_queue_is_paged_in_the_order_the_export_gives(stocked: Stocked,
                                                              served: Served) -> None:
     from assay.store.database import open_store
-    from assay.store.reviews import add_item
+    from assay.store.reviews.items import add_item
 
     store = open_store(stocked.db)
     try:

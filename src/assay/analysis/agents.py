@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from sqlalchemy.engine import Connection
 
-    from ..store.chain import Entry
     from ..store.database import Store
+    from ..store.ledger.chain import Entry
 
 
 def publish(store: Store, uri: str, identity: dict[str, str], version: str, at: str,

@@ -1,6 +1,6 @@
 """Judge calibration: how far a judge agrees with the people who reviewed the same trials.
 
-Pure: no clock, no database. ``store.calibration.reviewed_trials`` reads the
+Pure: no clock, no database. ``store.reviews.calibration.reviewed_trials`` reads the
 decided review items that name a trial of a stored run, with the opinions
 the run's judges gave on that trial; this module turns both into labels,
 pairs them per judge and criterion, and counts (SPEC §10, ``assay judges``).
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from ..judging.opinion import Opinion
-    from ..store.calibration import ReviewedTrial
+    from ..store.reviews.calibration import ReviewedTrial
 
 #: The shape of ``assay judges --json``.
 FORMAT = "assay.judges/1"

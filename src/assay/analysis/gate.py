@@ -35,7 +35,7 @@ from .run_facts import CaseFacts, RunFacts
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from ..store.replaying import LedgerEntry
+    from ..store.ledger.replaying import LedgerEntry
     from .replay import Difference
 
 Decision = Literal["allowed", "blocked"]

@@ -398,7 +398,7 @@ def pairwise(store: Store, options: PairwiseOptions) -> PairwiseResult:
     from ..judging.client import JudgeSettings
     from ..judging.templates import prompt_digest
     from ..model.storable import storable_text
-    from ..store.opinions import raw_blob, seal_opinions
+    from ..store.ledger.opinions import raw_blob, seal_opinions
 
     options.check()
     try:

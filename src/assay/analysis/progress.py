@@ -1,6 +1,6 @@
 """A run's pace: trials per second, and the time left until its planned trials are in.
 
-A pure function of one reading (``store.progress``) and the time since the
+A pure function of one reading (``store.runs.progress``) and the time since the
 run started, so that the page's events and the JSON twin give the same
 figures for the same reading:
 

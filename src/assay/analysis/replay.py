@@ -33,8 +33,8 @@ from ..model.evidence import Evidence
 from ..model.result import CaseResult, Report, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Suite
 from ..store.database import StoredRun, StoredTrial, StoredVerdict
-from ..store.documents import load_stored_suite, report_digest
-from ..store.replaying import LedgerEntry, RunLedger
+from ..store.ledger.replaying import LedgerEntry, RunLedger
+from ..store.runs.documents import load_stored_suite, report_digest
 
 #: Values replay may print as they are: anything else in a row or an entry
 #: (a forged one could hold any text, hidden content included) is not quoted.

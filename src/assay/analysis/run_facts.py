@@ -253,7 +253,7 @@ def load_runs(refs: Sequence[str], db: str | None) -> list[RunFacts]:
     """The runs named by ``refs`` (files or stored run ids), through one store opened once.
 
     A plain SQLite store at the schema's head is read without SQLAlchemy
-    (``store.quick_read``: importing it was half of a 10,000-case comparison);
+    (``store.runs.sqlite_reports``: importing it was half of a 10,000-case comparison);
     any other store is opened as every command opens it. (Reading the second
     run in a forked child, side by side with the first, was tried: on this
     two-core machine it saved under a tenth of a second; docs/performance.md.)
@@ -261,8 +261,8 @@ def load_runs(refs: Sequence[str], db: str | None) -> list[RunFacts]:
     stored = [ref for ref in refs if not Path(ref).is_file()]
     if not stored:
         return [load_file(Path(ref)) for ref in refs]
-    from ..store.quick_read import report_documents
     from ..store.revision import HEAD_REVISION
+    from ..store.runs.sqlite_reports import report_documents
 
     documents = report_documents(db, stored, HEAD_REVISION)
     if documents is not None:

@@ -59,7 +59,7 @@ def publish(uri: str, db: str | None, as_json: bool, base_dir: Path | None,
     from ..engine.version import take_version
     from ..reports.safe import inert
     from ..store.database import open_store
-    from ..store.keys import signing_key
+    from ..store.ledger.keys import signing_key
 
     try:
         taken = take_version(uri, (base_dir or Path.cwd()).resolve(), base_url)
@@ -101,7 +101,7 @@ def start(version: str, db: str | None, as_json: bool) -> None:
     from ..analysis.registry import check_version
     from ..reports.safe import inert
     from ..store.database import open_store
-    from ..store.keys import signing_key
+    from ..store.ledger.keys import signing_key
 
     try:
         check_version(version)
@@ -140,7 +140,7 @@ def stop(version: str, db: str | None, as_json: bool) -> None:
     from ..analysis import agents
     from ..analysis.registry import check_version
     from ..store.database import open_store
-    from ..store.keys import signing_key
+    from ..store.ledger.keys import signing_key
 
     try:
         check_version(version)

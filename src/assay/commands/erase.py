@@ -25,7 +25,7 @@ def erase(subject: str, run_id: str | None, db: str | None) -> None:
     from ..reports.safe import inert
     from ..store.database import open_store
     from ..store.erasure import erase as erase_subject
-    from ..store.keys import signing_key
+    from ..store.ledger.keys import signing_key
 
     try:
         key = signing_key(db)

@@ -34,8 +34,8 @@ def judges(judge: str | None, json_path: Path | None, db: str | None) -> None:
     """
     from ..analysis.calibration import Calibration, NoSuchJudge, calibrate
     from ..errors import UsageError
-    from ..store.calibration import reviewed_trials
     from ..store.database import open_store
+    from ..store.reviews.calibration import reviewed_trials
 
     try:
         if judge is not None and not judge.strip():

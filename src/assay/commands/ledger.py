@@ -33,8 +33,8 @@ def ledger_verify(db: str | None, head_file: Path | None) -> None:
 
     from ..errors import UsageError
     from ..store.database import open_store
-    from ..store.heads import read_published
-    from ..store.keys import ledger_key_path, signing_key
+    from ..store.ledger.heads import read_published
+    from ..store.ledger.keys import ledger_key_path, signing_key
 
     try:
         published = None
@@ -77,8 +77,8 @@ def ledger_head(db: str | None, out: Path | None) -> None:
     import json
 
     from ..store.database import open_store
-    from ..store.heads import published
-    from ..store.keys import signing_key
+    from ..store.ledger.heads import published
+    from ..store.ledger.keys import signing_key
 
     try:
         key = signing_key(db)

@@ -15,8 +15,8 @@ from .draft_files import write_draft
 
 if TYPE_CHECKING:
     from ..review.drafts import Promotion
-    from ..store.case_trials import CaseTrial, RunCases
     from ..store.database import Store
+    from ..store.runs.case_trials import CaseTrial, RunCases
 
 _HOLDOUT = re.compile(r"holdout-([1-9][0-9]*)")
 
@@ -79,7 +79,7 @@ def _find(store: Store, run_id: str, given: str, n: int | None,
     from ..model import Trace
     from ..review.drafts import Promotion
     from ..review.offered import case_file, offered_tools
-    from ..store.case_trials import case_trials, run_cases
+    from ..store.runs.case_trials import case_trials, run_cases
 
     run = run_cases(store, run_id)
     case = _resolve(run, given, hidden_dir)

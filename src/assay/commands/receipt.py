@@ -43,8 +43,8 @@ def receipt_create(run_id: str, db: str | None, out: Path | None) -> None:
     """
     from ..reports.safe import inert, json_text
     from ..store.database import open_store
-    from ..store.keys import signing_key
-    from ..store.run_receipts import ReceiptDoesNotHold, issue
+    from ..store.ledger.keys import signing_key
+    from ..store.ledger.run_receipts import ReceiptDoesNotHold, issue
 
     try:
         key = signing_key(db)
@@ -83,7 +83,7 @@ def receipt_verify(file: Path, pin: str | None) -> None:
     """
     import json
 
-    from ..store import receipts
+    from ..store.ledger import receipts
 
     try:
         data = json.loads(file.read_text(encoding="utf-8"))

@@ -35,7 +35,7 @@ def replay(run_id: str, db: str | None, as_json: bool) -> None:
     from ..analysis.run_facts import load_stored
     from ..reports.safe import inert, json_text
     from ..store.database import open_store
-    from ..store.replaying import load_run_ledger
+    from ..store.ledger.replaying import load_run_ledger
 
     try:
         store = open_store(db)

@@ -23,7 +23,7 @@ from .common import DB_OPTION, fail
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from ..store.reviews import StoredItem
+    from ..store.reviews.items import StoredItem
 
 #: Who decides, when ``--reviewer`` is not given: this variable, else the login name.
 ENV_REVIEWER = "ASSAY_REVIEWER"
@@ -130,8 +130,8 @@ def _check_add(item: int | None, list_: bool, export: Path | None, add_run: str 
 def _add(store: Store, run_id: str, case_name: str, trial: int | None) -> None:
     from ..reports.safe import inert
     from ..review.queue import chosen_items
-    from ..store.ledger import utc_stamp
-    from ..store.reviews import queue_run_items
+    from ..store.ledger.entries import utc_stamp
+    from ..store.reviews.items import queue_run_items
 
     report = store.load_report(run_id)
     try:
@@ -146,7 +146,7 @@ def _add(store: Store, run_id: str, case_name: str, trial: int | None) -> None:
 
 
 def _rows(store: Store, all_: bool) -> list[StoredItem]:
-    from ..store.reviews import list_items
+    from ..store.reviews.items import list_items
 
     return list_items(store, decided=None if all_ else False)
 
@@ -188,7 +188,7 @@ def _decide(store: Store, item: int, verdict: str, note: str, reviewer: str,
             hidden_dir: Path | None) -> None:
     from ..reports.safe import inert
     from ..review.queue import shown
-    from ..store.reviews import AlreadyDecided, NoSuchItem, decide
+    from ..store.reviews.items import AlreadyDecided, NoSuchItem, decide
 
     try:
         row = decide(store, item, verdict, note, reviewer)

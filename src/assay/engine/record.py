@@ -4,14 +4,14 @@ docs/decisions/0017-recording.md. The battery hands every finished trial to
 :meth:`RunRecorder.record`, which turns it into a ``TrialRecord`` (plain
 values, the trace already JSON) and hands batches to a sink: each batch is
 one transaction with the trial rows, their verdicts, their traces by digest
-and one ``trial-verdict`` ledger entry each (``store.run_record``), at the
+and one ``trial-verdict`` ledger entry each (``store.runs.record``), at the
 latest ``every_s`` seconds after a trial finished. A process killed
 mid-battery (``kill -9``) therefore leaves every trial of every committed
 batch, each with its ledger entry, and the run ``open``: ``assay run
 --resume RUN`` runs only what is missing.
 
 This side imports no database library: ``assay run`` hands the batches to a
-writer process (``store.writer``), which does the database's work on another
+writer process (``store.runs.recorder_process``), which does the database's work on another
 core while the battery goes on. The recorder writes; it never grades and
 never prints.
 """
@@ -30,8 +30,8 @@ from ..checks import lookup, rate_threshold
 from ..grading import redact
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
-from ..store.documents import Spilled, spill_report, spill_suite, stored_suite_json, summary
-from ..store.records import Holder, Sink, SpilledBody, TrialRecord, sealed_columns, trial_record
+from ..store.runs.documents import Spilled, spill_report, spill_suite, stored_suite_json, summary
+from ..store.runs.trials import Holder, Sink, SpilledBody, TrialRecord, sealed_columns, trial_record
 
 if TYPE_CHECKING:
     from ..suites import LoadedSuite

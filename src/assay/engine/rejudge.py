@@ -78,9 +78,9 @@ def rejudge_run(run_id: str, settings: RunSettings, *, db: str | None,
     suite or no judged check, or whose agent version cannot be rebuilt.
     """
     from ..store.database import open_store
-    from ..store.documents import load_stored_suite
-    from ..store.keys import signing_key
-    from ..store.run_record import LocalSink
+    from ..store.ledger.keys import signing_key
+    from ..store.runs.documents import load_stored_suite
+    from ..store.runs.record import LocalSink
     from ..suites.loader import LoadedSuite
 
     watcher = watcher or QuietWatcher()

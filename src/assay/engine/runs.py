@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import HarnessFailure, UsageError
 from ..grading.adaptive import DEFAULT_MAX_TRIALS
-from ..store.records import Sink
+from ..store.runs.trials import Sink
 
 if TYPE_CHECKING:
     from ..judging.panel import JudgeOptions
     from ..model import Report
-    from ..store.records import Holder
+    from ..store.runs.trials import Holder
     from ..suites import LoadedSuite
     from ..targets import Target
     from .battery import Resume, RunStart
@@ -235,8 +235,8 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
     An adaptive run goes on adaptive, with its cap: both are the run's options.
     """
     from ..store.database import open_store
-    from ..store.keys import signing_key
-    from ..store.run_record import LocalSink
+    from ..store.ledger.keys import signing_key
+    from ..store.runs.record import LocalSink
     from .battery import Resume
 
     watcher = watcher or QuietWatcher()
@@ -288,14 +288,14 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
 
 def open_sink(db: str | None) -> OpenSink:
     """The writer process where the platform can fork; else the store, opened here."""
-    from ..store.writer import fork_available, start_writer
+    from ..store.runs.recorder_process import fork_available, start_writer
 
     if fork_available():
         # The database libraries are the writer process's: not imported here.
         return start_writer(db)
     from ..store.database import open_store
-    from ..store.keys import signing_key
-    from ..store.run_record import LocalSink
+    from ..store.ledger.keys import signing_key
+    from ..store.runs.record import LocalSink
 
     key = signing_key(db)
     return LocalSink(open_store(db), key, owned=True)

@@ -4,7 +4,7 @@ A battery of a hundred thousand cases would hold every ``CaseResult`` (its
 trials and verdicts) until the report: over a gigabyte. Instead each case,
 once final, is written here as the JSON the report gives it, and the report
 lists its cases through this sequence: reading one parses it back, and a
-writer of the report's bytes (``store.documents``) copies the stored JSON as
+writer of the report's bytes (``store.runs.documents``) copies the stored JSON as
 it is, so a case is serialised once. What the JSON leaves out of a case
 (its trials' traces and opinions) is in the store, where every trial was
 recorded as it finished; the report never carried them.

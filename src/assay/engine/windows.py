@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..store.records import Holder
+    from ..store.runs.trials import Holder
     from .clock import Clock
 
 #: The window sizes ``--window`` takes.

@@ -276,7 +276,7 @@ class Report(BaseModel):
     @field_serializer("cases", mode="wrap")
     def _listed(self, cases: Any, handler: SerializerFunctionWrapHandler) -> Any:
         # A battery's report reads its cases back from its spool (``engine.spool``) as
-        # they are asked for; the writers of its bytes stream them (store.documents),
+        # they are asked for; the writers of its bytes stream them (store.runs.documents),
         # and anything else that serialises the whole report gets them as a list.
         return handler(cases if isinstance(cases, list) else list(cases))
 

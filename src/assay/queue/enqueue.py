@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
     from ..store.database import Store
-    from ..store.records import Holder
+    from ..store.runs.trials import Holder
 
 
 def enqueue_run(store: Store, app: procrastinate.App, row: dict[str, Any], content: bytes,
@@ -30,7 +30,7 @@ def enqueue_run(store: Store, app: procrastinate.App, row: dict[str, Any], conte
 
     ``hidden``: the suite's hidden case ids (their chunks' entries are marked).
     """
-    from ..store.run_record import register_run
+    from ..store.runs.record import register_run
 
     run_id = row["run_id"]
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import procrastinate
 
     from ..store.database import Store
-    from ..store.records import Holder, TrialRecord
+    from ..store.runs.trials import Holder, TrialRecord
 
 
 class Fenced(Exception):
@@ -62,7 +62,7 @@ def stored_trials(connection: sa.Connection, run_id: str,
 def write_owned(store: Store, job_id: int, worker_id: int | None, run_id: str,
                 records: Sequence[TrialRecord]) -> int:
     """Write the trials of ``records`` not stored yet, fenced by the job; how many were new."""
-    from ..store.run_record import write_trials
+    from ..store.runs.record import write_trials
 
     with store.writing(run_id) as connection:
         hold(connection, job_id, worker_id)

@@ -72,8 +72,8 @@ def take_back(store: Store, deferrer: procrastinate.App, job_id: int) -> str | N
 
 def _split(connection: sa.Connection, deferrer: procrastinate.App, run_id: str,
            number: int) -> str:
-    from ..store.records import UNREPORTED_USAGE, TrialRecord
-    from ..store.run_record import write_trials
+    from ..store.runs.record import write_trials
+    from ..store.runs.trials import UNREPORTED_USAGE, TrialRecord
 
     c = schema.run_chunks.c
     # The run's row first, as a chunk's completion takes it (fence._done): one order.

@@ -46,7 +46,7 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     from ..engine.record import RunRecorder
     from ..model import Evidence, TargetRef
     from ..review.queue import sealed_items
-    from ..store.run_record import LocalSink
+    from ..store.runs.record import LocalSink
     from .work import battery_options, load_registered, make_panel, queue_options
 
     stored = store.open_run(run_id)

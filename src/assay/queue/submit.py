@@ -95,7 +95,7 @@ def follow_to_seal(store: Store, run_id: str, label: str, planned: int | None,
 def follow(store: Store, run_id: str, label: str, planned: int | None,
            watcher: Watcher) -> None:
     """Show the run's progress from the store until it is sealed."""
-    from ..store.progress import run_progress
+    from ..store.runs.progress import run_progress
 
     seen: dict[str, int] = {}
     polls = 0

@@ -60,7 +60,7 @@ def run_worker(options: WorkerOptions, say: Callable[[str], None]) -> None:
 
 async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     from ..store.database import open_store
-    from ..store.keys import signing_key
+    from ..store.ledger.keys import signing_key
     from .app import QUEUE, ensure_schema, make_app
     from .work import Work
 

@@ -27,7 +27,7 @@ from .queue import Shown, shown
 if TYPE_CHECKING:
     from ..model import Event, Trace
     from ..store.database import Store
-    from ..store.reviews import ItemEvidence, StoredItem
+    from ..store.reviews.items import ItemEvidence, StoredItem
 
 #: A stored value longer than this many characters is cut, saying how much was left out.
 LIMIT = 20_000
@@ -53,7 +53,7 @@ class Whole:
 
 def view(store: Store, row: StoredItem, *, reveal: bool) -> Withheld | Whole:
     """``row`` as the screen may show it; its evidence is read only when it may be shown."""
-    from ..store.reviews import item_evidence
+    from ..store.reviews.items import item_evidence
 
     item = shown(row, reveal=reveal)
     if row.split == "hidden" and not reveal:

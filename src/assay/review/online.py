@@ -9,7 +9,7 @@ drops the sample and counts it. The draw and the buffer are the ones the
 MCP proxy uses (``review.sample_buffer``): one daemon thread, started with
 the first sample, grades each with the suite's reference-free checks
 (``review.reference_free``) through the pure grading core, and queues the
-failing and inconclusive ones for review (``store.reviews.add_item``,
+failing and inconclusive ones for review (``store.reviews.items.add_item``,
 source ``online``). Nothing the grader does reaches the call: the call's
 result and exceptions are the function's own. Choices and their reasons:
 docs/decisions/0039-online.md.
@@ -290,8 +290,8 @@ class Online:
 
     def _grade(self, sample: Sample) -> Handled:
         """Grade one sample and queue it unless it passed; runs in the buffer's thread."""
-        from ..store.ledger import utc_stamp
-        from ..store.reviews import add_item
+        from ..store.ledger.entries import utc_stamp
+        from ..store.reviews.items import add_item
         from .queue import call_label
 
         try:

@@ -364,7 +364,7 @@ class Proxy:
 
     def _grade(self, sample: _Sample) -> Handled:
         """Grade one sample and queue it when it failed; runs in the buffer's thread."""
-        from ..store.reviews import add_item
+        from ..store.reviews.items import add_item
 
         checks, store = self.options.checks, self.options.store
         assert checks is not None, "sampling needs checks"

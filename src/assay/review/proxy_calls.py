@@ -99,7 +99,7 @@ def grade_call(checks: ProxyChecks, call: ProxiedCall, trace: Trace) -> TrialRes
 
 
 def queue_row(checks: ProxyChecks, call: ProxiedCall, trial: TrialResult) -> dict[str, Any]:
-    """The review-queue row of a graded call (``store.reviews.add_item``).
+    """The review-queue row of a graded call (``store.reviews.items.add_item``).
 
     Not a run's trial: no run id, no case; the label names the tool and the
     call's number in its proxy session.

@@ -1,6 +1,6 @@
 """The annotation queue: what a sealed run queues, what a decision is, how an item is shown.
 
-Pure: the rows live in the store (``store.reviews``). A run queues its
+Pure: the rows live in the store (``store.reviews.items``). A run queues its
 failing and inconclusive trials when it is sealed (``assay run --review
 failing|inconclusive|both|none``, default both); a broken trial is not
 queued — it never produced an answer for a person to judge, and its reason
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..model import Report
-    from ..store.reviews import StoredItem
+    from ..store.reviews.items import StoredItem
 
 #: A decision on an item.
 VERDICTS = ("approved", "rejected", "needs-fix")

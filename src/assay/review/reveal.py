@@ -14,14 +14,14 @@ from ..errors import AssayError
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from ..store.reviews import StoredItem
+    from ..store.reviews.items import StoredItem
 
 
 def revealed(store: Store, rows: list[StoredItem], hidden_dir: Path | None) -> set[str]:
     """The runs whose hidden set ``hidden_dir`` holds: their hidden items may be shown whole."""
     if hidden_dir is None:
         return set()
-    from ..store.reviews import hidden_sets
+    from ..store.reviews.items import hidden_sets
 
     runs = hidden_sets(store, [r.run_id for r in rows if r.run_id and r.split == "hidden"])
     held: dict[tuple[str, str], bool] = {}

@@ -4,7 +4,7 @@ A Textual app, opened by ``assay review`` with no arguments. The open items
 are listed oldest first; the selected one's trace and verdicts are shown
 beside the list (``review.detail`` says what, as inert Rich text). ``a``,
 ``r`` and ``f`` ask for a note and take the decision through
-``store.reviews.decide``, which seals it as a ``review`` ledger entry; the
+``store.reviews.items.decide``, which seals it as a ``review`` ledger entry; the
 item then leaves the list. A decision someone else took in the meantime is
 a notification naming who took it, not a crash.
 
@@ -34,7 +34,7 @@ from .queue import Shown, shown
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from ..store.reviews import StoredItem
+    from ..store.reviews.items import StoredItem
 
 #: The keys, as ``?`` lists them (and docs/usage.md "Reviewing").
 KEYS = (
@@ -185,7 +185,7 @@ class ReviewApp(App[None]):
 
     def _load(self) -> None:
         """Fill the list with the oldest open items, at most a page of them."""
-        from ..store.reviews import list_items
+        from ..store.reviews.items import list_items
         from .reveal import revealed
 
         rows = list_items(self._store, decided=False, limit=self._page + 1)
@@ -277,7 +277,7 @@ class ReviewApp(App[None]):
     def _decide(self, row: StoredItem, verdict: str, note: str) -> None:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from ..store.reviews import AlreadyDecided, NoSuchItem, decide
+        from ..store.reviews.items import AlreadyDecided, NoSuchItem, decide
 
         label = inert(shown(row, reveal=row.run_id in self._reveal).case, one_line=True,
                       limit=60)

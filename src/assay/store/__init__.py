@@ -11,8 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import merkle
-    from .chain import (
+    from .ledger import merkle
+    from .ledger.chain import (
         GENESIS,
         KINDS,
         Entry,
@@ -47,11 +47,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # Loaded on first use (PEP 562): ``assay run`` imports ``store.writer`` and
-    # ``store.records`` before it forks the writer, and needs neither the
+    # Loaded on first use (PEP 562): ``assay run`` imports ``store.runs.recorder_process``
+    # and ``store.runs.trials`` before it forks the writer, and needs neither the
     # chain nor the cryptography library it signs with.
     if name == "merkle":
-        return importlib.import_module(".merkle", __name__)
+        return importlib.import_module(".ledger.merkle", __name__)
     if name in __all__:
-        return getattr(importlib.import_module(".chain", __name__), name)
+        return getattr(importlib.import_module(".ledger.chain", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

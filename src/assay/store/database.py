@@ -26,10 +26,10 @@ from ..canonical import canonical, digest_bytes
 from ..errors import HarnessFailure, UsageError
 from ..install_hints import extra
 from . import schema
-from .ledger import Ledger
-from .records import OPINION_TEXTS, Holder
+from .ledger.entries import Ledger
 from .revision import HEAD_REVISION
-from .run_texts import read_pieces, read_text
+from .runs.texts import read_pieces, read_text
+from .runs.trials import OPINION_TEXTS, Holder
 
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
@@ -340,9 +340,9 @@ class Store:
         re-grades the traces with it, so a run saved without one cannot be replayed.
         """
         from ..model.result import CaseResult
-        from .documents import report_body
-        from .records import sealed_columns, trial_record
-        from .run_record import write_trials
+        from .runs.documents import report_body
+        from .runs.record import write_trials
+        from .runs.trials import sealed_columns, trial_record
 
         body = report_body(report)
         seal = report.seal or {}

@@ -47,12 +47,12 @@ from ..canonical import canonical
 from ..errors import UsageError
 from ..model.result import Report
 from . import schema
-from .chain import Entry
 from .database import StoreError
-from .documents import report_digest
-from .heads import record_head
-from .ledger import LOCK_KEY, append_bodies, utc_stamp  # one lock for every ledger writer
-from .run_texts import in_parts, read_text, write_parts
+from .ledger.chain import Entry
+from .ledger.entries import LOCK_KEY, append_bodies, utc_stamp  # one lock for every ledger writer
+from .ledger.heads import record_head
+from .runs.documents import report_digest
+from .runs.texts import in_parts, read_text, write_parts
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -283,7 +283,7 @@ def _opinion_texts(connection: Connection, case_id: str, run_id: str | None) -> 
     The opinions themselves (``judge-opinion`` contents: model, prompt digest,
     tokens) stay: they are what was decided, and name the answers by digest only.
     """
-    from .records import OPINION_TEXTS
+    from .runs.trials import OPINION_TEXTS
 
     o, b = schema.opinions.c, schema.blobs.c
     query = (sa.select(b.content).join(schema.opinions, o.content_digest == b.digest)

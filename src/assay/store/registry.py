@@ -28,10 +28,10 @@ from ..canonical import canonical
 from ..grading.report import outward_names
 from ..model.agents import AgentEntry, BatteryFacts
 from . import schema
-from .chain import Entry, entry_hash
 from .database import Store, StoreError
-from .ledger import LOCK_KEY, append_bodies
-from .run_texts import read_text
+from .ledger.chain import Entry, entry_hash
+from .ledger.entries import LOCK_KEY, append_bodies
+from .runs.texts import read_text
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -150,7 +150,7 @@ def record(store: Store, decide: Decide[_T], key: Ed25519PrivateKey | None = Non
             return None, answer
         entry = append_bodies(connection, [(KIND, canonical(content))])[-1]
         if key is not None:
-            from .heads import record_head
+            from .ledger.heads import record_head
 
             record_head(connection, key)
     return entry, answer

@@ -1,4 +1,5 @@
-"""The store schema's newest revision, importable without SQLAlchemy (``store.quick_read``).
+"""The store schema's newest revision, importable without SQLAlchemy
+(``store.runs.sqlite_reports``).
 
 The newest Alembic revision in ``migrations/versions``; a test keeps them equal.
 """

@@ -92,10 +92,10 @@ runs = sa.Table(
     # the seal (``records.listing_of``): evidence label, flags, cost, tokens, counts.
     sa.Column("listing", sa.Text),
     # Lists of runs, newest first, filtered by suite, status, result, version or target,
-    # are answered from these two indexes alone (``store.listing``): on SQLite, a column
+    # are answered from these two indexes alone (``store.runs.listing``): on SQLite, a column
     # stored after ``report`` and ``suite`` is reached through their overflow pages.
     sa.Index("ix_runs_listed", *_LISTED_BY),
-    # A suite's runs by version (its batteries, ``store.batteries``) come from the second
+    # A suite's runs by version (its batteries, ``store.runs.batteries``) come from the second
     # in version order; a suite's list, sorted from it, costs no table read either.
     sa.Index("ix_runs_suite_listed", "suite_id", "target_digest",
              *(c for c in _LISTED_BY if c not in ("suite_id", "target_digest"))),

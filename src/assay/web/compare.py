@@ -25,7 +25,7 @@ from .stored import run_row
 if TYPE_CHECKING:
     from ..analysis.run_facts import RunFacts
     from ..store.database import Store
-    from ..store.listing import ListedRun
+    from ..store.runs.listing import ListedRun
 
 router = APIRouter()
 
@@ -79,7 +79,7 @@ def _form(store: Store, base: str, cand: str) -> dict[str, Any]:
     and the other side is suggested: the newest sealed run of the suite that
     started before the candidate (or after the base).
     """
-    from ..store.listing import RunFilter, list_runs
+    from ..store.runs.listing import RunFilter, list_runs
 
     given = {side: run_row(store, run_id) for side, run_id in (("base", base), ("cand", cand))
              if run_id}
@@ -111,7 +111,7 @@ def _after(choices: list[ListedRun], run: ListedRun) -> str:
 def trends_page(request: Request, suite: str | None = None, target: str | None = None,
                 version: str | None = None, page: int = Query(1, ge=1)) -> Response:
     """A suite's sealed runs, oldest to newest, as pass rates with intervals; drift per version."""
-    from ..store.listing import RunFilter, list_runs, suite_ids
+    from ..store.runs.listing import RunFilter, list_runs, suite_ids
 
     store = request.app.state.bench.open()
     suites = suite_ids(store)
@@ -178,7 +178,7 @@ def _drift(store: Store, suite: str, target: str | None,
            version: str | None) -> tuple[list[dict[str, Any]], int]:
     """``assay.drift/1`` of the newest versions with two batteries, and how many have two."""
     from ..analysis.drift import drift
-    from ..store.batteries import newest_pairs
+    from ..store.runs.batteries import newest_pairs
 
     pairs = newest_pairs(store, suite, target=target or None, version=version or None)
     notices = [drift(_facts(store, pair.base), _facts(store, pair.cand)).to_json()

@@ -2,7 +2,7 @@
 
 Verification says what ``assay ledger verify`` says, without making a page
 wait for it: the whole ledger (every entry, content and head:
-``store.verified.verify_all``) is read in a process of its own, the first
+``store.ledger.verified.verify_all``) is read in a process of its own, the first
 time the page is asked for and whenever "Verify the whole ledger again" is
 pressed, while the page says it is checking and asks every second (htmx);
 every other view checks only the entries and heads stored since
@@ -12,7 +12,7 @@ read is found by reading it whole again. A ledger that does not hold is
 reported with the first bad entry named, and stays so until read again.
 
 A run's receipt (``/ledger/receipts/RUN``) is what ``assay receipt RUN``
-writes: built from the store (``store.run_receipts``), signed with the
+writes: built from the store (``store.ledger.run_receipts``), signed with the
 store's key beside it, checked before it is handed out. It holds the
 redacted summary only, so no hidden case.
 """
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from ..store.database import Store
-    from ..store.verified import Verified
+    from ..store.ledger.verified import Verified
     from .bench import Workbench
 
 router = APIRouter()
@@ -69,7 +69,7 @@ class LedgerWatch:
     def look(self, store: Store, public_key: Ed25519PublicKey | None
              ) -> tuple[Verified | None, str | None]:
         """The ledger as last checked, brought up to date; and since when a whole check runs."""
-        from ..store.verified import verify_new
+        from ..store.ledger.verified import verify_new
 
         with self.lock:
             if self.checking_since is None:
@@ -87,7 +87,7 @@ class LedgerWatch:
 
     def _start(self, store: Store, public_key: Ed25519PublicKey | None) -> None:
         """Start a whole check (the lock is held)."""
-        from ..store.ledger import utc_stamp
+        from ..store.ledger.entries import utc_stamp
 
         self.checking_since = utc_stamp()
         url = store.engine.url
@@ -101,8 +101,8 @@ class LedgerWatch:
                     ) -> Callable[[], None]:
         import multiprocessing
 
-        from ..store.heads import raw_public_key
-        from ..store.verified import verify_all_sent
+        from ..store.ledger.heads import raw_public_key
+        from ..store.ledger.verified import verify_all_sent
 
         context = multiprocessing.get_context("spawn")  # the server has threads: no fork
         receiving, sending = context.Pipe(duplex=False)
@@ -126,7 +126,7 @@ class LedgerWatch:
 
     def _in_thread(self, store: Store, public_key: Ed25519PublicKey | None
                    ) -> Callable[[], None]:
-        from ..store.verified import verify_all
+        from ..store.ledger.verified import verify_all
 
         def whole() -> None:
             try:
@@ -147,8 +147,8 @@ class LedgerWatch:
         signed head before it is handed out, and built afresh if that fails
         (``run_receipts.issue``).
         """
-        from ..store import merkle
-        from ..store.ledger import entry_hashes
+        from ..store.ledger import merkle
+        from ..store.ledger.entries import entry_hashes
 
         verified = self.verified
         if verified is not None and verified.ok and verified.tree is not None:
@@ -194,7 +194,7 @@ def watch(app: FastAPI) -> LedgerWatch:
 def ledger_page(request: Request, page: int = Query(1, ge=1),
                 at: int | None = Query(None, ge=0)) -> Response:
     """Whether the ledger holds, its newest head, and its entries newest first (a page)."""
-    from ..store.ledger_listing import entries_page, ledger_size, newest_head
+    from ..store.ledger.listing import entries_page, ledger_size, newest_head
 
     bench = request.app.state.bench
     store = bench.open()
@@ -251,8 +251,8 @@ def verify_whole(request: Request) -> Response:
 @router.get("/ledger/head.json")
 def head_download(request: Request) -> Response:
     """The newest stored head as ``assay.head/1`` JSON (``assay ledger verify --head`` pins it)."""
-    from ..store.heads import StoredHead, published
-    from ..store.ledger_listing import newest_head
+    from ..store.ledger.heads import StoredHead, published
+    from ..store.ledger.listing import newest_head
 
     head = newest_head(request.app.state.bench.open())
     if head is None:
@@ -269,8 +269,8 @@ def head_download(request: Request) -> Response:
 def receipt_download(request: Request, run_id: str) -> Response:
     """The run's signed receipt, as ``assay receipt RUN`` writes it (a download)."""
     from ..errors import UsageError
-    from ..store.keys import signing_key
-    from ..store.run_receipts import ReceiptDoesNotHold, issue
+    from ..store.ledger.keys import signing_key
+    from ..store.ledger.run_receipts import ReceiptDoesNotHold, issue
     from .stored import run_row
 
     bench = request.app.state.bench
@@ -304,7 +304,7 @@ def _file_part(text: str) -> str:
 def _local_key(bench: Workbench) -> Ed25519PublicKey | None:
     """The store's key, when its file exists (not created to verify, as the command does)."""
     from ..errors import UsageError
-    from ..store.keys import ledger_key_path, signing_key
+    from ..store.ledger.keys import ledger_key_path, signing_key
 
     if not ledger_key_path(bench.db).exists():
         return None
@@ -316,7 +316,7 @@ def _local_key(bench: Workbench) -> Ed25519PublicKey | None:
 
 def _verification(app: FastAPI, store: Store, bench: Workbench) -> dict[str, Any]:
     """What the page says of the ledger: its last check, brought up to date."""
-    from ..store.receipts import fingerprint
+    from ..store.ledger.receipts import fingerprint
 
     watched = watch(app)
     verified, since = watched.look(store, _local_key(bench))
@@ -339,8 +339,8 @@ def _verification(app: FastAPI, store: Store, bench: Workbench) -> dict[str, Any
 
 def _head(head: Any) -> dict[str, Any] | None:
     """The newest head as the page shows it (its key by fingerprint)."""
-    from ..store.heads import StoredHead
-    from ..store.receipts import fingerprint
+    from ..store.ledger.heads import StoredHead
+    from ..store.ledger.receipts import fingerprint
 
     if head is None:
         return None

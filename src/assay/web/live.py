@@ -7,7 +7,7 @@
   then to the run's page as soon as the run is registered — or the reason
   it did not start, in the words ``assay run`` gave.
 - ``/runs/{id}/events``: server-sent events for any open run, whoever
-  started it, read from the store (``store.progress``) every tenth of a
+  started it, read from the store (``store.runs.progress``) every tenth of a
   second and sent only when something changed: a server-rendered progress
   fragment on the page (htmx's SSE extension swaps it), JSON under
   ``/api/``; then ``sealed`` (the page reloads the run) and ``end``.
@@ -36,7 +36,7 @@ from starlette.responses import RedirectResponse, Response
 from .render import BadRequest, NotFound, fragment, is_api, path_part, respond
 
 if TYPE_CHECKING:
-    from ..store.progress import RunProgress
+    from ..store.runs.progress import RunProgress
     from .bench import Workbench
     from .children import Child, Children
 
@@ -140,7 +140,7 @@ def start_form() -> Response:
 
 def _known_run(request: Request, run_id: str) -> str:
     """The run id, when the store has it; else a 404 before any event is sent."""
-    from ..store.progress import run_progress
+    from ..store.runs.progress import run_progress
 
     if run_progress(request.app.state.bench.open(), run_id) is None:
         raise NotFound(f"no run {run_id} in this store")
@@ -151,7 +151,7 @@ def _known_run(request: Request, run_id: str) -> str:
 @router.get("/api/runs/{run_id}/progress")
 def progress_page(request: Request, run_id: str) -> Response:
     """The run's progress now: what each event gives, once."""
-    from ..store.progress import run_progress
+    from ..store.runs.progress import run_progress
 
     bench: Workbench = request.app.state.bench
     child = children(bench).started(run_id)
@@ -175,7 +175,7 @@ async def run_events(request: Request,
     """
     import anyio
 
-    from ..store.progress import run_progress
+    from ..store.runs.progress import run_progress
 
     bench: Workbench = request.app.state.bench
     store = bench.open()
@@ -254,7 +254,7 @@ def _progress(reading: RunProgress, child: Child | None, ended: bool) -> dict[st
 @router.post("/api/runs/{run_id}/cancel")
 def cancel_run(request: Request, run_id: str) -> Response:
     """Stop a run this server started: Ctrl-C to its ``assay run``, which seals what finished."""
-    from ..store.progress import run_progress
+    from ..store.runs.progress import run_progress
 
     bench: Workbench = request.app.state.bench
     store = bench.open()

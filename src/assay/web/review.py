@@ -9,7 +9,7 @@ web never reveals it (SPEC §11), so ``view`` is always asked with
 ``reveal=False`` and hands back a ``Withheld`` that holds no evidence to leak.
 
 A decision is a form POST (verdict, note, reviewer) that
-``store.reviews.decide`` seals as a ``review`` ledger entry; the browser
+``store.reviews.items.decide`` seals as a ``review`` ledger entry; the browser
 then goes on to the next open item (303). An item someone decided in the
 meantime is not overwritten: the page says who decided it and how (409).
 The reviewer's name is kept in a cookie for the next item.
@@ -27,7 +27,7 @@ from .render import BadRequest, NotFound, is_api, respond
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from ..store.reviews import StoredItem
+    from ..store.reviews.items import StoredItem
 
 router = APIRouter()
 
@@ -48,7 +48,7 @@ def queue_page(request: Request, show: str = "open",
                page: int = Query(1, ge=1)) -> Response:
     """The queue, oldest first, fifty to a page: open items, decided ones, or all."""
     from ..review.queue import shown
-    from ..store.reviews import count_items, list_items
+    from ..store.reviews.items import count_items, list_items
 
     if show not in SHOWS:
         raise BadRequest(f"show is {', '.join(SHOWS)}")
@@ -80,7 +80,7 @@ def decide_item(request: Request, item: int, verdict: str = Form(""), note: str 
                 reviewer: str = Form("")) -> Response:
     """Take the decision on one item; then the next open item (the page) or the decision (JSON)."""
     from ..review.queue import VERDICTS, shown
-    from ..store.reviews import AlreadyDecided, NoSuchItem, decide, next_open
+    from ..store.reviews.items import AlreadyDecided, NoSuchItem, decide, next_open
 
     store = request.app.state.bench.open()
     row = _load(store, item)
@@ -119,7 +119,7 @@ def decide_item(request: Request, item: int, verdict: str = Form(""), note: str 
 
 
 def _load(store: Store, item: int) -> StoredItem:
-    from ..store.reviews import NoSuchItem, load_item
+    from ..store.reviews.items import NoSuchItem, load_item
 
     try:
         return load_item(store, item)
@@ -148,7 +148,7 @@ def _item_data(store: Store, row: StoredItem, *, reviewer: str) -> dict[str, Any
     """What an item's page and its twin show; a hidden item's evidence is never read."""
     from ..review.detail import Whole, view
     from ..review.queue import VERDICTS
-    from ..store.reviews import count_items, next_open
+    from ..store.reviews.items import count_items, next_open
 
     seen = view(store, row, reveal=False)  # the web never reveals a hidden case
     following = next_open(store, row)

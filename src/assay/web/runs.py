@@ -32,7 +32,7 @@ def runs_page(request: Request, suite: str | None = None, target: str | None = N
               version: str | None = None, status: str | None = None,
               result: str | None = None, page: int = Query(1, ge=1)) -> Response:
     """Every stored run, newest first, fifty to a page, with the filters kept in links."""
-    from ..store.listing import RunFilter, list_runs, suite_ids
+    from ..store.runs.listing import RunFilter, list_runs, suite_ids
 
     if status not in (None, "", "open", "sealed"):
         raise BadRequest("status is open or sealed")

@@ -15,12 +15,12 @@ from .render import NotFound
 if TYPE_CHECKING:
     from ..model import Report
     from ..store.database import Store
-    from ..store.listing import ListedRun
+    from ..store.runs.listing import ListedRun
 
 
 def run_row(store: Store, run_id: str) -> ListedRun:
     """The run's row as lists show it; ``NotFound`` when the store has no such run."""
-    from ..store.listing import listed_run
+    from ..store.runs.listing import listed_run
 
     row = listed_run(store, run_id)
     if row is None:

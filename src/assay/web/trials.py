@@ -2,7 +2,7 @@
 
 ``/runs/{run}/cases/{index}/trials/{n}`` names a trial as the run's page
 links it: the case's 1-based position in the run's report, the trial's
-number. The page shows what the store holds of it (``store.trial_evidence``):
+number. The page shows what the store holds of it (``store.runs.trial_evidence``):
 outcome, reason, duration, the agent's usage and what it left unreported,
 every event of the trace in order, each verdict with the judges' opinions
 behind it (model, prompt digest, parameters, raw answer, tokens, cost,
@@ -26,7 +26,7 @@ from .render import BadRequest, NotFound, path_part, respond
 
 if TYPE_CHECKING:
     from ..model import Trace
-    from ..store.trial_evidence import HiddenTrial, PublicTrial, Step
+    from ..store.runs.trial_evidence import HiddenTrial, PublicTrial, Step
 
 router = APIRouter()
 
@@ -40,7 +40,7 @@ WITHHELD = ("A hidden case: its input, output, trace, verdicts, reason and the j
 def trial_page(request: Request, run_id: str, index: int = PathPart(ge=1),
                n: int = PathPart(ge=1)) -> Response:
     """One trial: its trace, verdicts, opinions and usage; a holdout's label and outcome only."""
-    from ..store.trial_evidence import HiddenTrial
+    from ..store.runs.trial_evidence import HiddenTrial
 
     found = _found(request, run_id, index, n)
     data = _withheld(found) if isinstance(found, HiddenTrial) else _shown(found)
@@ -53,7 +53,7 @@ def trace_download(request: Request, run_id: str, index: int = PathPart(ge=1),
     """The trial's raw evidence as stored: its trace, verdicts and opinions (public cases only)."""
     from fastapi.responses import JSONResponse
 
-    from ..store.trial_evidence import HiddenTrial
+    from ..store.runs.trial_evidence import HiddenTrial
 
     found = _found(request, run_id, index, n)
     if isinstance(found, HiddenTrial):
@@ -65,7 +65,7 @@ def trace_download(request: Request, run_id: str, index: int = PathPart(ge=1),
 
 
 def _found(request: Request, run_id: str, index: int, n: int) -> HiddenTrial | PublicTrial:
-    from ..store.trial_evidence import RunNotSealed, TrialNotFound, trial_at
+    from ..store.runs.trial_evidence import RunNotSealed, TrialNotFound, trial_at
 
     store = request.app.state.bench.open()
     try:
@@ -105,7 +105,7 @@ def _frame(found: HiddenTrial | PublicTrial, split: str, outcome: str,
 
 
 def _number(found: HiddenTrial | PublicTrial) -> int:
-    from ..store.trial_evidence import HiddenTrial
+    from ..store.runs.trial_evidence import HiddenTrial
 
     return found.n if isinstance(found, HiddenTrial) else int(found.trial.get("n", 0))
 

@@ -31,7 +31,7 @@ depends_on = None
 
 def upgrade() -> None:
     """Add ``runs.listing`` and fill it from each sealed run's report."""
-    from assay.store.records import listing_of
+    from assay.store.runs.trials import listing_of
 
     op.add_column("runs", sa.Column("listing", sa.Text))
     listed_by = ["started_at", "run_id", "suite_id", "status", "passed", "interrupted",

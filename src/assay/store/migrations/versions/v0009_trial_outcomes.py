@@ -5,7 +5,7 @@ Revises: 0008
 
 - ``ix_trials_outcome`` on trials (run_id, outcome): the workbench counts an
   open run's trials by outcome every tenth of a second
-  (``store.progress``). With this index the count reads the index alone;
+  (``store.runs.progress``). With this index the count reads the index alone;
   without it, every trial row of the run (a 100,000-trial run: 90 ms a
   count on SQLite, against 15 ms with it).
 """

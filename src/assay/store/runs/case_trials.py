@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..errors import UsageError
-from . import schema
-from .run_texts import read_text
+from ...errors import UsageError
+from .. import schema
+from .texts import read_text
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import schema
-from .records import SpilledBody
+from .. import schema
+from .trials import SpilledBody
 
 #: Characters of text per row.
 PART_CHARS = 1 << 20

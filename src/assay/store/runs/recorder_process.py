@@ -5,7 +5,7 @@ imports the database libraries, opens (and migrates) the store and loads the
 signing key while the parent parses suites, then serves the recorder's
 calls over a pipe: ``register`` and ``seal`` are answered, trial batches are
 not (the battery does not wait for them). Each call is one transaction of
-``store.run_record``. The parent imports none of this machinery's libraries.
+``store.runs.record``. The parent imports none of this machinery's libraries.
 
 - A write that fails is reported on the parent's next call (``StoreError``,
   exit 3, naming the run, never row values); the child then refuses the rest.
@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError, HarnessFailure, UsageError
+from ...errors import AssayError, HarnessFailure, UsageError
 
 if TYPE_CHECKING:
-    from .records import Holder, TrialRecord
+    from .trials import Holder, TrialRecord
 
 
 class WriterError(HarnessFailure):
@@ -144,9 +144,9 @@ def _serve(connection: Connection, parents_end: Connection,
     known = None  # the ledger's compact range as the last batch left it (heads.Frontier)
     following = True  # until a batch finds the ledger does not hold (the seal says so then)
     try:
-        from .database import open_store
-        from .keys import signing_key
-        from .run_record import register_run, seal_run, write_batch
+        from ..database import open_store
+        from ..ledger.keys import signing_key
+        from .record import register_run, seal_run, write_batch
 
         key = signing_key(url)
         store = open_store(url)

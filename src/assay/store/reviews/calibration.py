@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..canonical import digest_bytes
-from . import schema
-from .database import _opinion
-from .records import OPINION_TEXTS
-from .run_texts import read_text
+from ...canonical import digest_bytes
+from .. import schema
+from ..database import _opinion
+from ..runs.texts import read_text
+from ..runs.trials import OPINION_TEXTS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from ..judging.opinion import Opinion
-    from .database import Store
+    from ...judging.opinion import Opinion
+    from ..database import Store
 
 #: Case ids per ``IN (…)`` query: well under every backend's parameter limit.
 _CHUNK = 500

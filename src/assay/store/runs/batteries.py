@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from . import schema
+from .. import schema
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 
 @dataclass(frozen=True)

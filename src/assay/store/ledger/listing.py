@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from . import schema
+from .. import schema
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ def report_documents(url: str | None, run_ids: list[str], head: str
                 found[run_id] = None
                 continue
             report, status, entry, hashed = row
-            if report is None:  # a large report is kept in parts (store.run_texts)
+            if report is None:  # a large report is kept in parts (store.runs.texts)
                 parts = connection.execute(
                     "SELECT body FROM run_texts WHERE run_id = ? AND kind = 'report' "
                     "ORDER BY part", (run_id,)).fetchall()

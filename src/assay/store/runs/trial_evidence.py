@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from . import schema
-from .database import _opinions
-from .run_texts import read_text
+from .. import schema
+from ..database import _opinions
+from .texts import read_text
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 
 class TrialNotFound(LookupError):

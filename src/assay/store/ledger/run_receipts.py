@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..errors import AssayError, UsageError
-from . import schema
+from ...errors import AssayError, UsageError
+from .. import schema
 from .chain import Entry
-from .ledger import entry_hashes
+from .entries import entry_hashes
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from .database import Store
+    from ..database import Store
 
 
 class NoReceipt(UsageError):
@@ -57,14 +57,14 @@ def issue(store: Store, run_id: str, key: Ed25519PrivateKey, *,
     Reads the sealing entry and the hashes of the head's entries, not every
     entry as an object. ``tree``: the Merkle levels of the ledger's first
     entries as a caller verified and keeps them (the workbench's
-    ``store.verified``); when they cover the head, the proof is read off
+    ``store.ledger.verified``); when they cover the head, the proof is read off
     them instead of hashing the ledger again, and should that receipt not
     verify, it is built from the stored hashes as if none had been given.
     """
-    from ..grading import redact
-    from ..model import Report
+    from ...grading import redact
+    from ...model import Report
+    from ..runs.documents import summary
     from . import merkle, receipts
-    from .documents import summary
 
     _status, body, seal = store.report_document(run_id)
     if body is None:

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..canonical import canonical, digest_bytes
-from . import schema
-from .blobs import put_blobs
-from .ledger import append_bodies, utc_stamp
+from ...canonical import canonical, digest_bytes
+from .. import schema
+from ..blobs import put_blobs
+from ..ledger.entries import append_bodies, utc_stamp
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 
 class NoSuchItem(LookupError):

@@ -22,9 +22,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from . import schema
+from .. import schema
+from ..database import Store
 from .chain import entry_hash
-from .database import Store
 
 
 @dataclass(frozen=True)

@@ -32,14 +32,15 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import merkle, schema
+from .. import schema
+from . import merkle
 from .chain import GENESIS, Row, TreeHead, VerifyResult, walk
-from .ledger import entry_hashes, utc_stamp
+from .entries import entry_hashes, utc_stamp
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from .database import Store
+    from ..database import Store
 
 #: Contents are read for at most this many digests per query.
 _CHUNK = 500
@@ -110,7 +111,7 @@ def verify_all_sent(pipe: Any, url: str, raw_key: bytes | None) -> None:
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-    from .database import open_store
+    from ..database import open_store
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

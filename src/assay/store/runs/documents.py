@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..canonical import digest_bytes
-from ..model.packed import PackedCases
-from ..model.result import Report, report_json
-from ..model.suite import Assertion, Case, Suite
-from .records import SpilledBody
+from ...canonical import digest_bytes
+from ...model.packed import PackedCases
+from ...model.result import Report, report_json
+from ...model.suite import Assertion, Case, Suite
+from .trials import SpilledBody
 
 
 def stored_suite_json(suite: Suite) -> str:

@@ -1,7 +1,7 @@
 """Signed tree heads kept in the store, and the published head a user keeps outside it.
 
 A head signs the Merkle root of the ledger's first ``size`` entries
-(``chain.head_message``) with the store's Ed25519 key (:mod:`assay.store.keys`,
+(``chain.head_message``) with the store's Ed25519 key (:mod:`assay.store.ledger.keys`,
 never in the database). The ``ledger_heads`` row also keeps the head's
 compact range (``frontier``, :func:`merkle.extend_frontier`), so the next
 head hashes only the entries appended since, not the whole ledger: a run can
@@ -27,10 +27,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy.engine import Connection
 
-from ..errors import HarnessFailure
-from . import merkle, schema
+from ...errors import HarnessFailure
+from .. import schema
+from . import merkle
 from .chain import TreeHead, head_message, verify_head
-from .ledger import LOCK_KEY, utc_stamp  # the appenders' lock: a head reads a tail no one extends
+from .entries import LOCK_KEY, utc_stamp  # the appenders' lock: a head reads a tail no one extends
 from .receipts import b64, hex32
 
 #: The published head's format (``assay ledger head``).

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ..canonical import digest_bytes
+from ...canonical import digest_bytes
 
 if TYPE_CHECKING:  # only read here: the writer process, which imports this, needs no model
-    from ..model.result import Report, TrialResult
+    from ...model.result import Report, TrialResult
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None", "float | None"]

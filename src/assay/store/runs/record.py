@@ -4,7 +4,7 @@ Each function is one transaction. They take what ``engine.record`` prepared on t
 battery's side (rows, ``TrialRecord`` s, canonical ledger contents) and add
 what needs the database: the ledger's chain, the blobs, the rows, a signed
 tree head. ``LocalSink`` calls them in the battery's process; the writer
-process (``store.writer``) calls them on the other side of a pipe.
+process (``store.runs.recorder_process``) calls them on the other side of a pipe.
 """
 
 from __future__ import annotations
@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
-from ..canonical import canonical, digest_bytes
-from . import schema
-from .blobs import put_blobs
-from .bulk import insert_rows
-from .chain import Entry
-from .ledger import append_bodies
-from .records import VERDICT_COLUMNS, Holder, OpinionRecord, SpilledBody, TrialRecord
-from .run_texts import write_parts
+from ...canonical import canonical, digest_bytes
+from .. import schema
+from ..blobs import put_blobs
+from ..bulk import insert_rows
+from ..ledger.chain import Entry
+from ..ledger.entries import append_bodies
+from .texts import write_parts
+from .trials import VERDICT_COLUMNS, Holder, OpinionRecord, SpilledBody, TrialRecord
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from .database import Store
-    from .heads import Frontier
+    from ..database import Store
+    from ..ledger.heads import Frontier
 
 
 def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> bytes:
@@ -126,7 +126,7 @@ def register_run(store: Store, row: dict[str, Any], content: bytes, *,
     row, no entry) and the run that holds the window is returned instead.
     ``also`` writes more in the same transaction (a queued run's chunks and jobs).
     """
-    from .database import StoredTwice
+    from ..database import StoredTwice
 
     suite = row.get("suite")
     if isinstance(suite, SpilledBody):  # kept in parts, read from its file a piece at a time
@@ -165,7 +165,7 @@ def write_batch(store: Store, run_id: str, records: Sequence[TrialRecord], *,
         write_trials(connection, run_id, records, ledger=True)
         if not follow:
             return None
-        from .heads import HeadError, frontier_of
+        from ..ledger.heads import HeadError, frontier_of
 
         try:
             return frontier_of(connection, known)
@@ -196,11 +196,11 @@ def seal_run(store: Store, key: Ed25519PrivateKey | None, run_id: str,
         if isinstance(spilled, SpilledBody):
             write_parts(connection, run_id, "report", spilled)
         if queue:
-            from .reviews import queue_items
+            from ..reviews.items import queue_items
 
             queue_items(connection, queue)
         if key is not None:
-            from .heads import record_head
+            from ..ledger.heads import record_head
 
             record_head(connection, key, known)
     return sealed.index, sealed.hash

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from . import schema
+from .. import schema
 
 if TYPE_CHECKING:
-    from .database import Store
+    from ..database import Store
 
 #: The outcomes a trial has (SPEC §5), in the order progress shows them.
 OUTCOMES = ("pass", "fail", "inconclusive", "broken")

@@ -5,7 +5,7 @@ A receipt is plain JSON: the run's summary (from the REDACTED report), its
 proof, a signed tree head and the Ed25519 public key that signed it.
 :func:`verify` needs nothing else: no store, no SQLAlchemy.
 
-The signing key lives beside the store (:mod:`assay.store.keys`); it is
+The signing key lives beside the store (:mod:`assay.store.ledger.keys`); it is
 never written into a receipt or printed.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ..canonical import digest
+from ...canonical import digest
 from . import merkle
 from .chain import Entry, TreeHead, entry_hash, leaves, verify_head
 

@@ -1,6 +1,6 @@
 """The ledger in the store: append entries, read them back, verify the chain.
 
-Hashing is :mod:`assay.store.chain`'s (docs/decisions/0012-ledger-hashing.md);
+Hashing is :mod:`assay.store.ledger.chain`'s (docs/decisions/0012-ledger-hashing.md);
 this module only keeps entries in the ``ledger`` table and their contents in
 ``blobs`` under their digest (docs/decisions/0014-ledger-wiring.md).
 
@@ -20,11 +20,11 @@ import sqlalchemy as sa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from sqlalchemy.engine import Connection, Engine
 
-from ..canonical import canonical, digest_bytes
-from ..errors import HarnessFailure
-from . import schema
-from .blobs import put_blobs
-from .bulk import insert_rows
+from ...canonical import canonical, digest_bytes
+from ...errors import HarnessFailure
+from .. import schema
+from ..blobs import put_blobs
+from ..bulk import insert_rows
 from .chain import GENESIS, KINDS, Entry, Kind, Row, TreeHead, VerifyResult, entry_hash, walk
 
 #: The PostgreSQL advisory lock key that serializes appends ("assay-ld").

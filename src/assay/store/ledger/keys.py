@@ -17,7 +17,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 
 def ledger_key_path(url: str | None) -> Path:

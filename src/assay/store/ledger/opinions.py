@@ -18,11 +18,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..canonical import canonical, digest_bytes
-from .blobs import put_blobs
+from ...canonical import canonical, digest_bytes
+from ..blobs import put_blobs
+from ..database import Store
 from .chain import Entry
-from .database import Store
-from .ledger import LedgerError, append_bodies
+from .entries import LedgerError, append_bodies
 
 
 def raw_blob(raw: str) -> tuple[str, bytes]:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from assay.store.runs.record import save_run
+
 pytestmark = pytest.mark.real
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +165,7 @@ def interrupted(project, run_id: str) -> None:
     store = open_store(f"sqlite:///{project.root / '.assay' / 'assay.db'}")
     try:
         report = store.load_report(run_id)
-        store.save_run(report.model_copy(update={
+        save_run(store, report.model_copy(update={
             "run_id": run_id + "-stopped", "interrupted": True,
             "started_at": "2999-01-01T00:00:00.000Z"}))
     finally:

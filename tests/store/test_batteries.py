@@ -9,6 +9,7 @@ import pytest
 from assay.model import Report
 from assay.store.database import Store, open_store
 from assay.store.runs.batteries import newest_pairs
+from assay.store.runs.record import save_run
 
 from .test_database import a_report
 
@@ -28,7 +29,7 @@ def battery(store: Store, run_id: str, day: int, digest: str, *, suite: str = "d
         "target": report.target.model_copy(update={"digest": digest, "uri": uri}),
         "interrupted": interrupted})
     assert isinstance(report, Report)
-    store.save_run(report)
+    save_run(store, report)
 
 
 def test_each_version_gives_its_newest_two_whole_batteries_newest_version_first(

@@ -29,6 +29,7 @@ from assay.model import (
 from assay.store import schema
 from assay.store.database import Store, StoreError, open_store
 from assay.store.runs.documents import report_digest
+from assay.store.runs.record import save_run
 
 
 def trace(text: str, cost: float = 0.01) -> Trace:
@@ -76,7 +77,7 @@ def store(db_url: str) -> Iterator[Store]:
 
 def test_migrating_twice_changes_nothing(db_url: str) -> None:
     first = open_store(db_url)
-    first.save_run(a_report())
+    save_run(first, a_report())
     first.close()
     again = open_store(db_url)
     again.migrate()
@@ -88,7 +89,7 @@ def test_migrating_twice_changes_nothing(db_url: str) -> None:
 
 def test_a_run_round_trips_whole(store: Store) -> None:
     report = a_report()
-    store.save_run(report)
+    save_run(store, report)
     loaded = store.load_report("run-1")
     assert loaded == report
     traces = [t.trace for c in loaded.cases if isinstance(c, CaseResult) for t in c.trials]
@@ -96,8 +97,8 @@ def test_a_run_round_trips_whole(store: Store) -> None:
 
 
 def test_runs_lists_each_run_with_its_scores(store: Store) -> None:
-    store.save_run(a_report("run-b", "2026-01-02T00:00:00Z"))
-    store.save_run(a_report("run-a", "2026-01-01T00:00:00Z"))
+    save_run(store, a_report("run-b", "2026-01-02T00:00:00Z"))
+    save_run(store, a_report("run-a", "2026-01-01T00:00:00Z"))
     listed = store.runs()
     assert [r.run_id for r in listed] == ["run-a", "run-b"]
     first, report = listed[0], a_report()
@@ -109,7 +110,7 @@ def test_runs_lists_each_run_with_its_scores(store: Store) -> None:
 
 def test_the_stored_report_is_full_and_its_digest_is_kept(store: Store) -> None:
     report = a_report()
-    store.save_run(report)
+    save_run(store, report)
     with store.engine.connect() as connection:
         row = connection.execute(sa.select(schema.runs)).one()
         verdicts = connection.scalar(sa.select(sa.func.count()).select_from(schema.verdicts))
@@ -130,13 +131,13 @@ def test_a_trial_is_stored_once(store: Store) -> None:
     assert isinstance(case, CaseResult)
     case.trials.append(case.trials[0].model_copy())
     with pytest.raises(StoreError, match="stored twice") as caught:
-        store.save_run(report)
+        save_run(store, report)
     assert "SECRET" not in str(caught.value)
     assert store.runs() == []  # one transaction: nothing of the run was kept
 
 
 def test_the_database_rejects_a_duplicate_trial_identity(store: Store) -> None:
-    store.save_run(a_report())
+    save_run(store, a_report())
     row = {"run_id": "run-1", "case_id": "p1", "split": "public", "n": 1, "outcome": "pass",
            "reason": None, "duration_s": 0.0, "usage": {}, "trace_digest": None}
     with pytest.raises(sa.exc.IntegrityError), store.engine.begin() as connection:
@@ -144,14 +145,14 @@ def test_the_database_rejects_a_duplicate_trial_identity(store: Store) -> None:
 
 
 def test_saving_a_run_twice_is_refused(store: Store) -> None:
-    store.save_run(a_report())
+    save_run(store, a_report())
     with pytest.raises(StoreError, match="run-1"):
-        store.save_run(a_report())
+        save_run(store, a_report())
 
 
 def test_traces_are_stored_once_by_content_digest(store: Store) -> None:
-    store.save_run(a_report("run-1"))
-    store.save_run(a_report("run-2"))
+    save_run(store, a_report("run-1"))
+    save_run(store, a_report("run-2"))
     with store.engine.connect() as connection:
         blobs = connection.execute(sa.select(schema.blobs)).all()
         pointers = connection.scalars(sa.select(schema.trials.c.trace_digest)).all()
@@ -170,7 +171,7 @@ def test_loading_an_unknown_run_names_it(store: Store) -> None:
 
 
 def test_a_redacted_report_can_be_stored_but_keeps_no_trials(store: Store) -> None:
-    store.save_run(redact(a_report()))
+    save_run(store, redact(a_report()))
     assert store.load_report("run-1") == redact(a_report())
 
 
@@ -178,7 +179,7 @@ def test_the_default_store_lives_in_dot_assay(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     opened = open_store(None)
-    opened.save_run(a_report())
+    save_run(opened, a_report())
     opened.close()
     assert (tmp_path / ".assay" / "assay.db").is_file()
 
@@ -198,7 +199,7 @@ def test_importing_the_cli_loads_no_database_library() -> None:
 
 def test_the_cli_reads_either_store_and_shows_no_hidden_content(store: Store, db_url: str,
                                                                 tmp_path: Path) -> None:
-    store.save_run(a_report())
+    save_run(store, a_report())
 
     def assay(*args: str) -> str:
         done = subprocess.run([sys.executable, "-m", "assay", *args, "--db", db_url],

@@ -29,6 +29,7 @@ from alembic.script import ScriptDirectory
 
 from assay.store import database, schema
 from assay.store.database import HEAD_REVISION, Store, open_store
+from assay.store.runs.record import save_run
 
 from .test_database import a_report
 
@@ -185,7 +186,7 @@ def test_a_new_store_is_created_without_alembic(db_url: str) -> None:
 
 def test_a_new_store_is_at_head_for_the_next_open_and_for_alembic(db_url: str) -> None:
     store = open_store(db_url)
-    store.save_run(a_report())
+    save_run(store, a_report())
     store.close()
     # The next open, in a fresh interpreter, recognises head without Alembic.
     assert open_in_a_new_interpreter(db_url) == "[]"

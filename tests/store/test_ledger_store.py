@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from assay.cli import main
 from assay.store import schema
 from assay.store.database import Store, open_store
+from assay.store.ledger.book import Ledger
 from assay.store.ledger.chain import GENESIS, entry_hash
-from assay.store.ledger.entries import Ledger
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from assay.store import schema
 from assay.store.database import Store, open_store
 from assay.store.runs.listing import RunFilter, list_runs, listed_run
+from assay.store.runs.record import save_run
 
 from .test_database import a_report
 from .test_fresh_store import alembic_upgrade
@@ -25,7 +26,7 @@ def store(db_url: str) -> Iterator[Store]:
 
 def test_a_sealed_run_keeps_its_listing_with_counts_cost_and_evidence(store: Store) -> None:
     report = a_report()
-    store.save_run(report)
+    save_run(store, report)
     row = listed_run(store, "run-1")
     assert row is not None
     shown = row.as_json()
@@ -43,7 +44,7 @@ def test_a_sealed_run_keeps_its_listing_with_counts_cost_and_evidence(store: Sto
 
 def test_runs_are_listed_newest_first_filtered_and_paged_in_the_database(store: Store) -> None:
     for day in range(1, 8):
-        store.save_run(a_report(f"run-{day}", f"2026-01-0{day}T00:00:00Z"))
+        save_run(store, a_report(f"run-{day}", f"2026-01-0{day}T00:00:00Z"))
     page, total = list_runs(store, RunFilter(), limit=3, offset=0)
     assert total == 7 and [r.run_id for r in page] == ["run-7", "run-6", "run-5"]
     page, _ = list_runs(store, RunFilter(), limit=3, offset=6)

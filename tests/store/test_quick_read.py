@@ -15,6 +15,7 @@ from assay.errors import UsageError
 from assay.store import schema
 from assay.store.database import open_store
 from assay.store.revision import HEAD_REVISION
+from assay.store.runs.record import save_run
 from assay.store.runs.sqlite_reports import report_documents, sqlite_file
 
 from .test_database import a_report
@@ -23,8 +24,8 @@ from .test_database import a_report
 def stored(url: str) -> None:
     store = open_store(url)
     sealed = a_report("sealed").model_copy(update={"seal": {"entry": 3, "hash": "sha256:ab"}})
-    store.save_run(sealed)
-    store.save_run(a_report("open-one"))
+    save_run(store, sealed)
+    save_run(store, a_report("open-one"))
     with store.engine.begin() as connection:
         connection.execute(sa.update(schema.runs).where(schema.runs.c.run_id == "open-one")
                            .values(status="open", report=None))

@@ -11,6 +11,7 @@ from assay.judging.opinion import Opinion
 from assay.model import CaseResult
 from assay.store import schema
 from assay.store.database import Store, open_store
+from assay.store.runs.record import save_run
 from assay.store.runs.trial_evidence import (
     HiddenTrial,
     PublicTrial,
@@ -33,7 +34,7 @@ def store(db_url: str) -> Iterator[Store]:
             trial.opinions = {1: [Opinion(raw=f"pass\n{case.id} {trial.n}", model="judge-m",
                                           prompt_digest="sha256:" + "d" * 64,
                                           input_tokens=7, output_tokens=2)]}
-    opened.save_run(report)
+    save_run(opened, report)
     yield opened
     opened.close()
 

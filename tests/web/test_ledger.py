@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from assay.store.runs.record import save_run
+
 from .conftest import CANARY, Served, Stocked, Watched
 
 pytestmark = pytest.mark.real
@@ -161,7 +163,7 @@ def test_a_receipt_needs_a_stored_sealed_run(stocked: Stocked, served: Served) -
         {**stocked.reports[0], "run_id": "imported-run", "seal": None})
     store = open_store(stocked.db)
     try:
-        store.save_run(report)  # stored whole, never sealed into the ledger
+        save_run(store, report)  # stored whole, never sealed into the ledger
     finally:
         store.close()
     unsealed = served.get("/ledger/receipts/imported-run")

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..canonical import canonical, digest_bytes
+from ..canonical import digest_bytes
 from ..errors import HarnessFailure, UsageError
 from ..install_hints import extra
 from . import schema
-from .ledger.entries import Ledger
+from .ledger.book import Ledger
 from .revision import HEAD_REVISION
 from .runs.texts import read_pieces, read_text
 from .runs.trials import OPINION_TEXTS, Holder
@@ -330,39 +330,6 @@ class Store:
                              "(run, case, trial index) stored twice") from None
         except sa.exc.SQLAlchemyError as error:
             raise StoreError(f"run {run_id}: cannot save ({type(error).__name__})") from None
-
-    def save_run(self, report: Report, suite: dict[str, Any] | None = None) -> None:
-        """Store a whole finished run at once: its FULL report, trials, verdicts and traces.
-
-        ``assay run`` records as it goes (``recorder.RunRecorder``); this is for
-        a report made elsewhere (tests, imports). No ledger entries are written.
-        ``suite`` is the suite that ran (``recording.stored_suite``): replay
-        re-grades the traces with it, so a run saved without one cannot be replayed.
-        """
-        from ..model.result import CaseResult
-        from .runs.documents import report_body
-        from .runs.record import write_trials
-        from .runs.trials import sealed_columns, trial_record
-
-        body = report_body(report)
-        seal = report.seal or {}
-        run = {
-            "run_id": report.run_id, "suite_id": report.suite.id,
-            "suite_digest": report.suite.digest, "hidden_set": report.suite.hidden_set,
-            "hidden_source": report.suite.hidden_source, "target_uri": report.target.uri,
-            "target_digest": report.target.digest, "seed": report.seed,
-            "started_at": report.started_at, "trials_per_case": report.trials_per_case,
-            "pass_mark": report.scores.pass_mark, "status": "sealed",
-            "suite": None if suite is None else canonical(suite).decode("utf-8"),
-            "seal_entry": seal.get("entry"), "seal_hash": seal.get("hash"),
-            **sealed_columns(report, body),
-        }
-        trials = [trial_record(case.id, case.split, trial) for case in report.cases
-                  if isinstance(case, CaseResult)  # a redacted report has no trials left
-                  for trial in case.trials]
-        with self.writing(report.run_id) as connection:
-            connection.execute(schema.runs.insert(), run)
-            write_trials(connection, report.run_id, trials, ledger=False)
 
     def runs(self) -> list[RunSummary]:
         """Every stored run, oldest first."""

@@ -27,6 +27,7 @@ from .trials import VERDICT_COLUMNS, Holder, OpinionRecord, SpilledBody, TrialRe
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    from ...model.result import Report
     from ..database import Store
     from ..ledger.heads import Frontier
 
@@ -241,3 +242,36 @@ class LocalSink:
         """Close the store if this sink owns it."""
         if self.owned:
             self.store.close()
+
+
+def save_run(store: Store, report: Report, suite: dict[str, Any] | None = None) -> None:
+    """Store a whole finished run at once: its FULL report, trials, verdicts and traces.
+
+    ``assay run`` records as it goes (``engine.record.RunRecorder``); this is for
+    a report made elsewhere (tests, imports). No ledger entries are written.
+    ``suite`` is the suite that ran (``recording.stored_suite``): replay
+    re-grades the traces with it, so a run saved without one cannot be replayed.
+    """
+    from ...model.result import CaseResult
+    from .documents import report_body
+    from .trials import sealed_columns, trial_record
+
+    body = report_body(report)
+    seal = report.seal or {}
+    run = {
+        "run_id": report.run_id, "suite_id": report.suite.id,
+        "suite_digest": report.suite.digest, "hidden_set": report.suite.hidden_set,
+        "hidden_source": report.suite.hidden_source, "target_uri": report.target.uri,
+        "target_digest": report.target.digest, "seed": report.seed,
+        "started_at": report.started_at, "trials_per_case": report.trials_per_case,
+        "pass_mark": report.scores.pass_mark, "status": "sealed",
+        "suite": None if suite is None else canonical(suite).decode("utf-8"),
+        "seal_entry": seal.get("entry"), "seal_hash": seal.get("hash"),
+        **sealed_columns(report, body),
+    }
+    trials = [trial_record(case.id, case.split, trial) for case in report.cases
+              if isinstance(case, CaseResult)  # a redacted report has no trials left
+              for trial in case.trials]
+    with store.writing(report.run_id) as connection:
+        connection.execute(schema.runs.insert(), run)
+        write_trials(connection, report.run_id, trials, ledger=False)

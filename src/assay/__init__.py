@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from . import expect
     from .analysis.gate import PolicyDenied, publish_gated
     from .model import Case, Suite
-    from .review.online import online
+    from .sampling.online import online
     from .targets.python import AgentError, Refused
 
 
@@ -31,7 +31,7 @@ def __getattr__(name: str) -> Any:
     if name in ("PolicyDenied", "publish_gated"):
         return getattr(importlib.import_module("assay.analysis.gate"), name)
     if name == "online":
-        return importlib.import_module("assay.review.online").online
+        return importlib.import_module("assay.sampling.online").online
     if name in ("AgentError", "Refused"):
         return getattr(importlib.import_module("assay.targets.python"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")

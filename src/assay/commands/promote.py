@@ -14,7 +14,7 @@ from .common import DB_OPTION, STDOUT, fail
 from .draft_files import write_draft
 
 if TYPE_CHECKING:
-    from ..review.drafts import Promotion
+    from ..drafting.promote import Promotion
     from ..store.database import Store
     from ..store.runs.case_trials import CaseTrial, RunCases
 
@@ -46,7 +46,7 @@ def promote(run_id: str, case: str, trial: int | None, out: Path, force: bool,
     hidden case (which needs --hidden-dir). Exit 2 for a run, case or trial
     that is not there.
     """
-    from ..review.drafts import promoted_text
+    from ..drafting.promote import promoted_text
     from ..store.database import open_store
 
     try:
@@ -76,9 +76,8 @@ class _Case:
 def _find(store: Store, run_id: str, given: str, n: int | None,
           hidden_dir: Path | None) -> tuple[Promotion, str]:
     """The trial to promote and the name the case may be shown by."""
+    from ..drafting.promote import Promotion, case_file, offered_tools
     from ..model import Trace
-    from ..review.drafts import Promotion
-    from ..review.offered import case_file, offered_tools
     from ..store.runs.case_trials import case_trials, run_cases
 
     run = run_cases(store, run_id)

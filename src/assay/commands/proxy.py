@@ -2,7 +2,7 @@
 
 The proxy is an MCP server on stdio: a host launches it as its server
 command. Nothing but MCP goes to stdout; the one-line summary and any error
-go to stderr. The work is ``review.proxy``'s; this module reads the flags,
+go to stderr. The work is ``sampling.proxy``'s; this module reads the flags,
 refuses what would do nothing useful (with the reason), and picks the exit
 code: 0 when the host ended the session, 2 for bad usage, 3 when the
 upstream server cannot start or goes away.
@@ -24,8 +24,8 @@ from ..errors import AssayError, HarnessFailure, UsageError
 from .common import DB_OPTION, EXIT_HARNESS, EXIT_PASSED, fail
 
 if TYPE_CHECKING:
-    from ..review.proxy import ProxyOptions
-    from ..review.proxy_calls import ProxyChecks
+    from ..sampling.proxy import ProxyOptions
+    from ..sampling.proxy_calls import ProxyChecks
 
 #: Samples that may wait for the grader before new ones are dropped.
 DEFAULT_BUFFER = 1000
@@ -70,7 +70,7 @@ def proxy(upstream: str, sample: float, suite_path: Path | None, seed: int | Non
 def _options(upstream: str, sample: float, suite_path: Path | None, seed: int | None,
              buffer: int, db: str | None) -> ProxyOptions:
     from ..mcp_uri import parse_mcp_uri, resolve_command
-    from ..review.proxy import ProxyOptions
+    from ..sampling.proxy import ProxyOptions
 
     try:
         address = parse_mcp_uri(upstream)
@@ -101,8 +101,8 @@ def _options(upstream: str, sample: float, suite_path: Path | None, seed: int | 
 
 def _checks(path: Path) -> ProxyChecks:
     """The suite's reference-free checks; a suite with none is refused, saying what it has."""
-    from ..review.proxy_calls import ProxyChecks
-    from ..review.reference_free import REFERENCE_FREE, left_out, reference_free
+    from ..sampling.proxy_calls import ProxyChecks
+    from ..sampling.reference_free import REFERENCE_FREE, left_out, reference_free
     from ..suites import is_suite_file, load_suite_file
 
     if not is_suite_file(path):
@@ -128,7 +128,7 @@ def _serve(options: ProxyOptions) -> int:
 
 async def _session(options: ProxyOptions) -> int:
     from ..reports.safe import inert
-    from ..review.proxy import Proxy
+    from ..sampling.proxy import Proxy
 
     proxy = Proxy(options)
     await proxy.start()

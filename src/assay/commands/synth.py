@@ -14,8 +14,8 @@ from .common import fail
 from .draft_files import write_draft
 
 if TYPE_CHECKING:
+    from ..drafting.synth import Checked, SynthPrompt
     from ..judging.opinion import Opinion
-    from ..review.drafts import Checked, SynthPrompt
     from ..suites import LoadedSuite
 
 #: How long the model may take to answer: K drafts are a long answer.
@@ -55,7 +55,7 @@ def synth(suite_name: str, model_uri: str | None, k: int | None, base_url: str |
     the answer holds no valid draft (nothing is written), 3 when the model's
     server cannot be asked.
     """
-    from ..review.drafts import BadAnswer, check_drafts, public_tools, synth_prompt
+    from ..drafting.synth import BadAnswer, check_drafts, public_tools, synth_prompt
 
     try:
         model, url = _model(model_uri, base_url)
@@ -75,7 +75,7 @@ def synth(suite_name: str, model_uri: str | None, k: int | None, base_url: str |
         opinion = asyncio.run(_ask(model, url, prompt, seed, k))
         raw = _answer(opinion, model)
         try:
-            from ..review.drafts import read_answer
+            from ..drafting.synth import read_answer
 
             items = read_answer(raw)
         except BadAnswer as error:
@@ -188,7 +188,7 @@ def _document(loaded: LoadedSuite, model: str, opinion: Opinion, prompt: SynthPr
               seed: int, k: int, given: int, checked: Checked) -> str:
     import json
 
-    from ..review.drafts import synth_suite, synth_text
+    from ..drafting.synth import synth_suite, synth_text
 
     answered = f" (answered as {opinion.model})" if opinion.model != model else ""
     parameters: dict[str, Any] = dict(opinion.parameters)

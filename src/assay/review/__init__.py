@@ -1,2 +1,4 @@
-"""People in the loop (SPEC §10): the annotation queue, judge calibration,
-online sampling, the MCP proxy, and drafting cases from traces or a model."""
+"""People reviewing (SPEC §10): the annotation queue (``queue``), its screen (``screen``,
+``detail``) and who may see a hidden case's items (``reveal``). Judge calibration reads
+the decisions (``analysis.calibration``); online sampling is ``sampling/`` and drafting
+cases is ``drafting/``."""

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..model import Assertion, Event, Evidence, Trace
 from ..model.storable import NotPlain, json_copy, plain_copy
-from .sample_buffer import Outcome
+from .buffer import Outcome
 
 #: The longest reason kept with a queued item (notes may quote the output).
 MAX_REASON = 2000

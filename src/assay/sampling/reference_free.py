@@ -17,8 +17,8 @@ kept: a case's budget is its own; the loosest is the one every input had.
 Pure: it reads a loaded suite and returns assertions. Only public cases are
 read: a hidden case's assertions may quote its content (PRINCIPLES 5), and a
 check that only a hidden case holds would turn a sampled call's verdict into
-a hint about the hidden set. Shared by the proxy (``review.proxy``,
-docs/decisions/0040-mcp-proxy.md) and online sampling (``review.online``,
+a hint about the hidden set. Shared by the proxy (``sampling.proxy``,
+docs/decisions/0040-mcp-proxy.md) and online sampling (``sampling.online``,
 docs/decisions/0039-online.md).
 """
 

@@ -2,13 +2,13 @@
 
 ``assay.online(suite=…, sample=0.05)`` returns an :class:`Online`: a
 decorator for a production agent function (sync or async), and, through
-``.asgi(app)``, a middleware for an ASGI app (``review.online_asgi``). A
+``.asgi(app)``, a middleware for an ASGI app (``sampling.asgi``). A
 seeded share of the calls is recorded — input, output, ok or error,
 duration — and offered to a bounded buffer without waiting; a full buffer
 drops the sample and counts it. The draw and the buffer are the ones the
-MCP proxy uses (``review.sample_buffer``): one daemon thread, started with
+MCP proxy uses (``sampling.buffer``): one daemon thread, started with
 the first sample, grades each with the suite's reference-free checks
-(``review.reference_free``) through the pure grading core, and queues the
+(``sampling.reference_free``) through the pure grading core, and queues the
 failing and inconclusive ones for review (``store.reviews.items.add_item``,
 source ``online``). Nothing the grader does reaches the call: the call's
 result and exceptions are the function's own. Choices and their reasons:
@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..model import Assertion, Suite
+from .buffer import Handled, SampleBuffer, Sampler, Tally
 from .reference_free import Selection, SetAside, select
-from .sample_buffer import Handled, SampleBuffer, Sampler, Tally
 from .samples import Sample, call_input, describe, grade_sample, raised, returned, sample_trace
 
 if TYPE_CHECKING:
     from ..store.database import Store
-    from .online_asgi import ASGIApp, OnlineASGI
+    from .asgi import ASGIApp, OnlineASGI
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -231,7 +231,7 @@ class Online:
         counted and sampled (default: all). ``max_body``: the bytes kept of a
         request's and a response's body (default ``online_asgi.MAX_BODY``).
         """
-        from .online_asgi import MAX_BODY, OnlineASGI
+        from .asgi import MAX_BODY, OnlineASGI
 
         return OnlineASGI(app, self, paths=paths,
                           max_body=MAX_BODY if max_body is None else max_body)
@@ -290,9 +290,9 @@ class Online:
 
     def _grade(self, sample: Sample) -> Handled:
         """Grade one sample and queue it unless it passed; runs in the buffer's thread."""
+        from ..review.queue import call_label
         from ..store.ledger.entries import utc_stamp
         from ..store.reviews.items import add_item
-        from .queue import call_label
 
         try:
             record = sample.recorded()

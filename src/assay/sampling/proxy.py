@@ -4,8 +4,8 @@ A host (Claude Desktop, an IDE, an agent) launches the proxy as its server
 command; the proxy starts the real server (``--upstream mcp+stdio:…``) and
 forwards the host's requests to it, answering with the upstream's results
 unchanged — tool errors and JSON-RPC errors too. A seeded K% of the
-``tools/call`` requests are recorded as traces (``review.proxy_calls``) and
-handed to a bounded buffer (``review.sample_buffer``) whose thread grades
+``tools/call`` requests are recorded as traces (``sampling.proxy_calls``) and
+handed to a bounded buffer (``sampling.buffer``) whose thread grades
 them with the suite's reference-free checks and queues the failures for
 review. A full buffer drops the sample and counts it; the call itself never
 waits on grading.
@@ -41,8 +41,8 @@ from ..targets.mcp_connection import (
     answer_of,
     mute_sdk_logs,
 )
+from .buffer import Handled, SampleBuffer, Sampler, Tally
 from .proxy_calls import ProxiedCall, ProxyChecks, call_trace, grade_call, queue_row
-from .sample_buffer import Handled, SampleBuffer, Sampler, Tally
 
 if TYPE_CHECKING:
     from mcp import Client, MCPError

@@ -20,12 +20,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .samples import Recorded, describe
-
-if TYPE_CHECKING:
-    from .online import Online
+from .samples import Recorded, Sample, describe
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,6 +34,22 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 MAX_BODY = 256 * 1024
 #: How long lifespan shutdown waits for the buffered samples to be graded.
 SHUTDOWN_WAIT_S = 10.0
+
+
+class Sampling(Protocol):
+    """What the middleware asks of the sampler it is given (``online.Online``)."""
+
+    def draw(self) -> int | None:
+        """Count a call; its number if it is sampled, else None."""
+
+    def submit(self, sample: Sample) -> None:
+        """Offer a finished sample to be graded off the hot path."""
+
+    def count_cancelled(self) -> None:
+        """A sampled call ended without an answer."""
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Grade what is buffered and stop; False if ``timeout`` ran out first."""
 
 
 class HttpSample:
@@ -127,7 +140,7 @@ def _decoded(body: bytes) -> Any:
 class OnlineASGI:
     """ASGI middleware: samples HTTP requests to ``app`` for ``online`` (see the module)."""
 
-    def __init__(self, app: ASGIApp, online: Online, *, paths: Iterable[str] | None = None,
+    def __init__(self, app: ASGIApp, online: Sampling, *, paths: Iterable[str] | None = None,
                  max_body: int = MAX_BODY) -> None:
         if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body < 0:
             raise ValueError(f"max_body is a number of bytes (≥ 0), not {max_body!r}")

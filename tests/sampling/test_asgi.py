@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 import assay
-from assay.review.online import Online
+from assay.sampling.online import Online
 
 SUITE = """
 suite: demo/online-http@1

@@ -1,20 +1,12 @@
-"""Draft cases for a cold start (SPEC §10): promoted from a stored trace, or asked of a model.
+"""``assay synth``: draft cases asked of a model, for a cold start (SPEC §10).
 
-Pure but for one thing: a model's draft is checked by the suite loader's own
-case builder (``suites.build.make_case``), which looks whether a fixture or
-grader it names exists. Nothing here reads the store, calls a model or
-prints; ``commands/promote`` and ``commands/synth`` do, and hand plain data
-in. The choices are in docs/decisions/0041-drafts.md.
-
-``promote``: a trace becomes a case that asserts what that trial did — its
-status, each tool it called (``calls``), and the tools it was offered but
-did not call (``never_calls``) when the run's fixture says which those were.
-
-``synth``: a prompt made of the suite's PUBLIC cases only (``synth_prompt``
-filters them itself: a caller cannot hand it a hidden case by mistake), the
-model's answer read as JSON (``read_answer``), and each draft built as the
-loader would build it (``check_drafts``) so that an invalid one is refused
-with its number and what is wrong, never written.
+A prompt made of the suite's PUBLIC cases only (``synth_prompt`` filters them itself:
+a caller cannot hand it a hidden case by mistake), the model's answer read as JSON
+(``read_answer``), and each draft built as the loader would build it (``check_drafts``,
+through ``suites.build.make_case``, which looks whether a fixture or grader it names
+exists) so that an invalid one is refused with its number and what is wrong, never
+written. Nothing here calls a model or prints; ``commands/synth`` does, and hands
+plain data in. The choices are in docs/decisions/0041-drafts.md.
 """
 
 from __future__ import annotations
@@ -27,114 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ..canonical import digest_bytes
-from ..model.suite import MAX_CASE_ID
 
 if TYPE_CHECKING:
-    from ..model import Assertion, Case, Suite, Trace
+    from ..model import Assertion, Case, Suite
     from ..suites import LoadedSuite
 
-#: What a promoted case's id ends with: it never clashes with the case it came from.
-PROMOTED = "-promoted"
+from .case_yaml import comment_lines, yaml_text
+
 #: The most public cases a synth prompt shows; a larger suite is sampled by the seed.
 MAX_EXAMPLES = 20
 #: The most case ids a synth prompt lists as taken; beyond it, those of the examples shown.
 MAX_TAKEN_SHOWN = 200
-#: The case fields a promoted case keeps from the case it came from (what the agent is
-#: given and how it runs); its assertions are the trace's, never the old ones.
-KEPT = ("input", "fixture", "timeout_s", "model", "effort", "invocation")
 
-
-# --------------------------------------------------------------------------- promote
-
-
-@dataclass(frozen=True)
-class ToolsOffered:
-    """Which tools the agent could call in the trial, as far as the run tells.
-
-    ``names`` None: not known, and ``why`` says why (no ``never_calls`` can be
-    drafted then); else the names, ``why`` saying where they were read.
-    """
-
-    names: tuple[str, ...] | None
-    why: str
-
-
-@dataclass(frozen=True)
-class Promotion:
-    """Where a promoted case came from: the run, the case as it ran, the trial's trace."""
-
-    run_id: str
-    case: Mapping[str, Any]
-    n: int
-    outcome: str
-    trace: Trace
-    offered: ToolsOffered
-    hidden: bool = False
-    #: The file the case was read from, as the run saw it (None: not recorded).
-    source_file: str | None = None
-
-
-def promoted_id(case_id: str) -> str:
-    """``<case>-promoted``, the case's id cut where needed to stay within ``MAX_CASE_ID``."""
-    return case_id[: MAX_CASE_ID - len(PROMOTED)] + PROMOTED
-
-
-def glob_literal(name: str) -> str:
-    """A tool name as a glob that matches only itself (``*``, ``?`` and ``[`` bracketed)."""
-    return re.sub(r"([*?\[])", r"[\1]", name)
-
-
-def tools_called(trace: Trace) -> list[str]:
-    """The tools a trace called, each once, in the order of its first call."""
-    names = (event.name for event in trace.events if event.kind == "tool_call" and event.name)
-    return list(dict.fromkeys(names))
-
-
-def promoted_case(promotion: Promotion) -> dict[str, Any]:
-    """The draft case: the input and settings that ran, and what the trial did as assertions."""
-    case = promotion.case
-    draft: dict[str, Any] = {"id": promoted_id(str(case["id"]))}
-    for key in KEPT:
-        if case.get(key) is not None:
-            draft[key] = case[key]
-    called = tools_called(promotion.trace)
-    expect: list[Any] = [{"status": promotion.trace.status}]
-    expect += [{"calls": glob_literal(name)} for name in called]
-    offered = promotion.offered.names
-    if offered is not None:
-        idle = [name for name in dict.fromkeys(offered) if name not in called]
-        if idle:
-            expect.append({"never_calls": [glob_literal(name) for name in idle]})
-    draft["expect"] = expect
-    return draft
-
-
-def promoted_text(promotion: Promotion) -> str:
-    """The draft as YAML: a one-item list, the form of a suite's ``cases:`` entries,
-    under comment lines that say it is a draft, where it came from and what it lacks."""
-    case_id = str(promotion.case["id"])
-    notes = [
-        "DRAFT case made by `assay promote`: read it before it joins a suite.",
-        f"from run {promotion.run_id}, case {case_id}, trial {promotion.n} "
-        f"(that trial's outcome: {promotion.outcome}).",
-        "It asserts what that one trial did: keep what must always hold, loosen what need not,",
-        f"then paste it under the suite's cases: (its id ends in {PROMOTED}: it clashes with "
-        "no case).",
-    ]
-    if promotion.case.get("fixture") is not None:
-        where = promotion.source_file or "the suite file the case came from"
-        notes.append(f"fixture: is relative to the folder of {where}.")
-    notes.append(f"Tools: {promotion.offered.why}")
-    if promotion.hidden:
-        notes += ["This draft holds a HIDDEN case's content: keep it in the private hidden "
-                  "folder,", "never in the suite file, a log or a review."]
-    return comment_lines(notes) + yaml_text([promoted_case(promotion)])
-
-
-# --------------------------------------------------------------------------- synth
 
 
 class BadAnswer(ValueError):
@@ -385,53 +282,3 @@ def synth_text(notes: Sequence[str], top: Mapping[str, Any],
                cases: Sequence[Mapping[str, Any]]) -> str:
     """The drafts file: comment lines, then a suite document holding ``cases``."""
     return comment_lines(notes) + yaml_text({**top, "cases": list(cases)})
-
-
-# --------------------------------------------------------------------------- YAML
-
-
-class _Dumper(yaml.SafeDumper):
-    """Lists indented under their key, as assay's own suites are written."""
-
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-
-def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # Text of several lines as a literal block; the emitter quotes it instead where a
-    # block cannot hold it exactly (trailing spaces, control characters).
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value,
-                                   style="|" if "\n" in value else None)
-
-
-_Dumper.add_representer(str, _text)
-
-#: Characters that are not shown as themselves (C0 and C1 controls, line and paragraph
-#: separators, bidi controls, a byte-order mark): with any of them the text is written
-#: in ASCII with escapes, which reads back the same and acts on no terminal.
-_HIDDEN_ACTS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e"
-                          "\u2066-\u2069\ufeff\ud800-\udfff]")
-
-
-def yaml_text(data: Any) -> str:
-    """``data`` as block YAML that reads back to ``data`` and is safe to print.
-
-    Written with its own characters where it can be; otherwise in ASCII with
-    escapes. Either is read back and compared before it is returned.
-    """
-    for readable in (True, False):
-        text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=readable,
-                         width=100, default_flow_style=False)
-        if readable and _HIDDEN_ACTS.search(text):
-            continue
-        try:
-            if yaml.safe_load(text) == data:
-                return text
-        except yaml.YAMLError:
-            pass
-    raise ValueError("the draft cannot be written as YAML that reads back the same")
-
-
-def comment_lines(notes: Iterable[str]) -> str:
-    """Each note as a ``#`` line; anything that would end a comment early is shown as ``?``."""
-    return "".join(f"# {_HIDDEN_ACTS.sub('?', note.replace(chr(10), ' '))}\n" for note in notes)

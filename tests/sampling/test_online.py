@@ -24,9 +24,9 @@ import assay
 from assay.errors import SuiteError
 from assay.grading.stats import wilson
 from assay.model import Assertion, Case, Suite
-from assay.review.online import Online
-from assay.review.reference_free import select
-from assay.review.sample_buffer import Sampler
+from assay.sampling.buffer import Sampler
+from assay.sampling.online import Online
+from assay.sampling.reference_free import select
 
 from .conftest import Project
 

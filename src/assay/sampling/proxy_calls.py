@@ -8,7 +8,7 @@ Arguments and results are hostile data: kept as values, never interpreted,
 and shown only through ``reports.safe.inert``.
 
 Which checks grade a call: every reference-free check of the suite
-(``review.reference_free``), except that when the suite names the tool its
+(``sampling.reference_free``), except that when the suite names the tool its
 cases call (``call: {tool: …}``), the checks that read the output (``status``,
 ``type``, ``schema``, ``not_contains``, ``grader``) grade only that tool's
 calls — another tool's result has another shape. Checks on what was called
@@ -104,7 +104,7 @@ def queue_row(checks: ProxyChecks, call: ProxiedCall, trial: TrialResult) -> dic
     Not a run's trial: no run id, no case; the label names the tool and the
     call's number in its proxy session.
     """
-    from .queue import call_label
+    from ..review.queue import call_label
 
     label = call_label(call.tool, call.number)
     reason = trial.reason

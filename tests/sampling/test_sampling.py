@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from assay.review.proxy_calls import ProxiedCall, ProxyChecks, call_trace, grade_call, queue_row
-from assay.review.reference_free import left_out, reference_free
-from assay.review.sample_buffer import Handled, SampleBuffer, Sampler
+from assay.sampling.buffer import Handled, SampleBuffer, Sampler
+from assay.sampling.proxy_calls import ProxiedCall, ProxyChecks, call_trace, grade_call, queue_row
+from assay.sampling.reference_free import left_out, reference_free
 from assay.suites import load_suite_file
 from assay.targets.mcp_connection import Answer
 

@@ -1,4 +1,4 @@
-"""The pure part of drafting (``review.drafts``): globs, YAML, the prompt, reading the answer."""
+"""The pure part of drafting (``drafting``): globs, YAML, the prompt, reading the answer."""
 
 from __future__ import annotations
 
@@ -11,19 +11,17 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.model import Case, Suite
-from assay.review.drafts import (
+from assay.drafting.case_yaml import comment_lines, yaml_text
+from assay.drafting.promote import glob_literal, promoted_id
+from assay.drafting.synth import (
     MAX_EXAMPLES,
     MAX_TAKEN_SHOWN,
     BadAnswer,
     check_drafts,
-    comment_lines,
-    glob_literal,
-    promoted_id,
     read_answer,
     synth_prompt,
-    yaml_text,
 )
+from assay.model import Case, Suite
 
 CANARY = "CANARY-DRAFTS-0b9e"
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from assay.queue.app import WINDOW_TASK, defer, ensure_schema, make_app
+from assay.queue.app import WINDOW_TASK, defer, ensure_schema
+from assay.queue.tasks import make_app
 from assay.store import schema
 from assay.store.database import open_store
 

@@ -26,8 +26,6 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from contextlib import AbstractContextManager
 
     from rich.console import Console
 
@@ -223,10 +221,7 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        base_url=options.base_url, window=window, judges=judges,
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
-                       review=options.review, executor=options.executor,
-                       detach=options.detach, chunk=options.chunk,
-                       target_limit=options.target_limit,
-                       hidden_dir=options.hidden_dir)
+                       review=options.review, hidden_dir=options.hidden_dir)
 
 
 def _check_adaptive(options: RunOptions) -> None:
@@ -256,15 +251,9 @@ def _check_adaptive(options: RunOptions) -> None:
 
 
 def _window(options: RunOptions) -> Window | None:
-    """The window ``--window`` names, taken once for the whole command (its clock's now).
-
-    Once, so that every suite and target of one command is the battery of the
-    same window even when the command runs across its end.
-    """
-    from datetime import datetime
-
+    """The window ``--window`` names, taken once for the whole command (``chosen_window``)."""
     from ..engine.clock import SystemClock
-    from ..engine.windows import current_window, window_at
+    from ..engine.windows import chosen_window
 
     if options.window is None:
         if options.window_at is not None:
@@ -275,17 +264,7 @@ def _window(options: RunOptions) -> Window | None:
                          "already: they cannot go together")
     if options.no_store:
         raise UsageError("--window names a stored battery: it cannot go with --no-store")
-    if options.window_at is None:
-        return current_window(options.window, SystemClock())
-    try:
-        moment = datetime.fromisoformat(options.window_at)
-    except ValueError:
-        raise UsageError(f"--window-at: {options.window_at!r} is not an ISO 8601 time "
-                         "(e.g. 2025-01-06T10:30Z)") from None
-    if moment.tzinfo is None:
-        raise UsageError(f"--window-at: {options.window_at!r} has no zone: add Z for UTC "
-                         "(or +HH:MM)")
-    return window_at(options.window, moment)
+    return chosen_window(options.window, options.window_at, SystemClock())
 
 
 def _check_executor(options: RunOptions) -> None:
@@ -349,7 +328,7 @@ def _run(options: RunOptions) -> int:
 
     from ..engine.runs import resume_run, run_suites
     from ..errors import UsageError
-    from ..reports.progress import TerminalWatcher
+    from ..reports.progress import AnnouncingWatcher, TerminalWatcher
 
     cwd = str(Path.cwd())
     if cwd not in sys.path:
@@ -357,7 +336,7 @@ def _run(options: RunOptions) -> int:
     out = Console(file=sys.stdout, highlight=False)
     err = Console(file=sys.stderr, highlight=False)
     watcher = TerminalWatcher(err) if options.announce_fd is None \
-        else _Announcing(err, options.announce_fd)
+        else AnnouncingWatcher(err, options.announce_fd)
     if options.resume:
         if options.no_store:
             raise UsageError("--resume records into the store: it cannot go with --no-store")
@@ -376,72 +355,45 @@ def _run(options: RunOptions) -> int:
         loaded = load_suites(options.paths, options.hidden_dir, options.suite_ids)
         return _parts(loaded, options) if part else loaded
 
+    executor = None
+    if queued:
+        from ..queue.submit import QueueExecutor
+
+        executor = QueueExecutor(detach=options.detach, chunk=options.chunk,
+                                 target_limit=options.target_limit)
     results = run_suites(load, options.targets, _settings(options, window), db=options.db,
-                         store=not (options.no_store or part), watcher=watcher, sink=sink)
+                         store=not (options.no_store or part), watcher=watcher, sink=sink,
+                         executor=executor)
     return _report(outlive(results), options, out, err, window)
-
-
-class _Announcing:
-    """The terminal's watcher that also names each registered run on a descriptor.
-
-    ``--announce-fd`` is for a process that starts ``assay run`` and must
-    follow the run it started (the workbench): the run id is known only once
-    the target started and the run was registered, and a line on a pipe of its
-    own is read without parsing the terminal's output. Only the run id goes
-    there, never a case.
-    """
-
-    def __init__(self, console: Console, fd: int) -> None:
-        from ..reports.progress import TerminalWatcher
-
-        self.terminal = TerminalWatcher(console)
-        self.fd = fd
-
-    def battery(self, label: str,
-                total: int | None) -> AbstractContextManager[Callable[[str], None]]:
-        """The terminal's progress bar."""
-        return self.terminal.battery(label, total)
-
-    def notice(self, text: str) -> None:
-        """A line on the terminal."""
-        self.terminal.notice(text)
-
-    def registered(self, run_id: str) -> None:
-        """Write ``{"run_id": …}`` and a newline to the descriptor; a closed one is ignored."""
-        import json
-
-        line = (json.dumps({"run_id": run_id}) + "\n").encode()
-        try:
-            os.write(self.fd, line)
-        except OSError:
-            pass  # whoever asked is gone: the run goes on, recorded as ever
 
 
 def _report(results: list[RunResult], options: RunOptions, out: Console, err: Console,
             window: Window | None = None) -> int:
     from ..grading import redact
+    from ..reports import run_notes
     from ..reports.emit import ReportFiles, emit
-    from ..reports.safe import shown
 
     reports = []
     harness_failed = False
     for result in results:
         if result.harness_failure is not None:
-            # The failure's text is not ours (a module's exception, a server's reply).
-            err.print(shown("harness failure", "bold magenta")
-                      .append(f" ({result.suite_id}): ").append_text(shown(result.harness_failure)))
+            run_notes.harness_failure(err, result.suite_id, result.harness_failure)
             harness_failed = True
             continue
         if result.existing is not None:
             assert window is not None
-            _existing(result, window, options, out, err)
+            run_id, status = result.existing
+            asked = [flag for flag, path in (("--json", options.json_path),
+                                             ("--junit", options.junit_path),
+                                             ("--markdown", options.markdown_path))
+                     if path is not None]
+            run_notes.existing_battery(out, err, run_id=run_id, status=status,
+                                       window=window.label, suite_id=result.suite_id,
+                                       target_uri=result.target_uri, asked=asked)
             continue
         if result.detached:
-            from rich.text import Text
-
             assert result.run_id is not None
-            out.print(Text.assemble(shown(result.run_id), " is queued; follow it with "
-                                    f"`assay show {result.run_id} --follow`"), soft_wrap=True)
+            run_notes.queued(out, result.run_id)
             continue
         assert result.report is not None
         reports.append(redact(result.report))
@@ -455,31 +407,3 @@ def _report(results: list[RunResult], options: RunOptions, out: Console, err: Co
     if harness_failed:
         return EXIT_HARNESS
     return EXIT_PASSED if all(r.scores.passed for r in reports) else EXIT_NOT_PASSED
-
-
-def _existing(result: RunResult, window: Window, options: RunOptions, out: Console,
-              err: Console) -> None:
-    """Say, on one line of stdout and id first, which run is this window's battery.
-
-    Nothing ran, so no report file gets a line for it: a report is what a
-    command ran (docs/decisions/0026-windows.md); ``assay show RUN`` has the
-    battery's own.
-    """
-    from rich.text import Text
-
-    from ..reports.safe import shown
-
-    assert result.existing is not None
-    run_id, status = result.existing
-    state = "sealed" if status == "sealed" else \
-        f"still open: running elsewhere, or stopped part-way (assay run --resume {run_id})"
-    out.print(Text.assemble(
-        shown(run_id), f" is the existing battery of window {window.label} for ",
-        shown(result.suite_id), " against ", shown(result.target_uri, one_line=True),
-        f" ({state}); nothing was run"), soft_wrap=True)
-    asked = [flag for flag, path in (("--json", options.json_path),
-                                     ("--junit", options.junit_path),
-                                     ("--markdown", options.markdown_path)) if path is not None]
-    if asked:
-        err.print(Text(f"{', '.join(asked)}: nothing written for {run_id}: this command ran "
-                       f"nothing (assay show {run_id} --json has its report)"), soft_wrap=True)

@@ -72,16 +72,6 @@ class RunSettings:
     #: threshold, up to ``max_trials`` each (docs/decisions/0036-adaptive-runs.md).
     adaptive: bool = False
     max_trials: int = DEFAULT_MAX_TRIALS
-    #: ``--executor``: ``local`` runs the battery here; ``queue`` enqueues it on the
-    #: store's PostgreSQL for ``assay worker`` processes (``queue``, SPEC §12).
-    executor: str = "local"
-    #: ``--detach`` (queue): return once the battery is enqueued, without following it.
-    detach: bool = False
-    #: ``--chunk`` (queue): trials per job (default ``queue.chunks.DEFAULT_CHUNK``).
-    chunk: int | None = None
-    #: ``--target-limit`` (queue): trials in flight against the target across every
-    #: worker, held in the database (``queue.permits``).
-    target_limit: int | None = None
     #: ``--hidden-dir``, as the suites were loaded with it: a queued run records it for
     #: its workers, which load the suite from the same files.
     hidden_dir: Path | None = None
@@ -125,6 +115,24 @@ class QuietWatcher:
         """Nothing."""
 
 
+class Executor(Protocol):
+    """Where a run's batteries go once their suites are loaded, when not here.
+
+    ``run_suites`` runs batteries in this process unless it is handed an
+    executor; the queue's (``queue.submit.QueueExecutor``) enqueues them for
+    ``assay worker`` processes instead. The caller that takes the user's
+    choice (the command line, a schedule) picks one: the engine does not know
+    which executors exist.
+    """
+
+    def refuse(self, settings: RunSettings, db: str | None, store: bool) -> None:
+        """Raise ``UsageError`` naming what this executor cannot do, before anything loads."""
+
+    def execute(self, load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
+                settings: RunSettings, watcher: Watcher, db: str | None) -> list[RunResult]:
+        """Load the suites (``checked_plans``) and hand each (suite, target) battery on."""
+
+
 @dataclass
 class RunResult:
     """One run's end: its full (unredacted, sealed when recorded) report, or why it never ran."""
@@ -166,9 +174,12 @@ class OpenSink(Sink, Protocol):
 
 def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
                settings: RunSettings, *, db: str | None, store: bool = True,
-               watcher: Watcher | None = None, sink: OpenSink | None = None) -> list[RunResult]:
+               watcher: Watcher | None = None, sink: OpenSink | None = None,
+               executor: Executor | None = None) -> list[RunResult]:
     """Load suites (``load``), run each against its targets (``targets`` or the suite's own),
     record and seal each run unless ``store`` is False; stop at an interrupt.
+
+    ``executor``: where the batteries go instead of running here (``Executor``).
 
     ``load`` runs while the store opens in the writer process; a store that
     cannot be opened stops everything before any trial (``sink.ready``).
@@ -182,11 +193,9 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             sink.stop()
         # The store's unique index is what keeps one battery per window: none without it.
         raise UsageError("--window names a stored battery: it cannot go with --no-store")
-    if settings.executor == "queue":
-        from ..queue.submit import check_queue
-
+    if executor is not None:
         try:
-            check_queue(settings, db, store)
+            executor.refuse(settings, db, store)
         except UsageError:
             if sink is not None:
                 sink.stop()
@@ -200,22 +209,16 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
         if not store:
             if sink is not None:
                 sink.stop()
-            plans = _plans(load(), targets)
-            _check_judges(plans, settings)
-            _check_agent_cache(plans, settings, watcher)
-            _check_adaptive(plans, settings)
+            plans = checked_plans(load, targets, settings, watcher)
             return _run_all(plans, settings, watcher, None)
-        if settings.executor == "queue":
+        if executor is not None:
             if sink is not None:
                 sink.stop()
-            return _queue_all(load, targets, settings, watcher, db)
+            return executor.execute(load, targets, settings, watcher, db)
         if sink is None:
             sink = open_sink(db)
         try:
-            plans = _plans(load(), targets)
-            _check_judges(plans, settings)
-            _check_agent_cache(plans, settings, watcher)
-            _check_adaptive(plans, settings)
+            plans = checked_plans(load, targets, settings, watcher)
             sink.ready()
             return _run_all(plans, settings, watcher, sink)
         finally:
@@ -401,6 +404,18 @@ def _restore_gc(thresholds: tuple[int, ...]) -> None:
     gc.unfreeze()
 
 
+def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
+                  settings: RunSettings, watcher: Watcher) -> list[tuple[LoadedSuite, str]]:
+    """The suites ``load`` gives, each paired with its targets (``targets`` or the suite's
+    own), refused now for what would fail later: a judge not named; ``--judge``,
+    ``--agent-cache`` or ``--adaptive`` where nothing could use them."""
+    plans = _plans(load(), targets)
+    _check_judges(plans, settings)
+    _check_agent_cache(plans, settings, watcher)
+    _check_adaptive(plans, settings)
+    return plans
+
+
 def _plans(loaded: Sequence[LoadedSuite], given: Sequence[str]) -> list[tuple[LoadedSuite, str]]:
     gc.freeze()  # the loaded suites live as long as the runs: never rescan them
     plans: list[tuple[LoadedSuite, str]] = []
@@ -415,7 +430,8 @@ def _plans(loaded: Sequence[LoadedSuite], given: Sequence[str]) -> list[tuple[Lo
     return plans
 
 
-def _judge_options(settings: RunSettings) -> JudgeOptions:
+def judge_options(settings: RunSettings) -> JudgeOptions:
+    """Who judges this run's quality checks: the given options, priced, at its concurrency."""
     from dataclasses import replace
 
     from ..judging.panel import JudgeOptions
@@ -441,7 +457,7 @@ def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetting
         if id(item) in seen or not suite_asks_opinions(item.suite.cases):
             continue
         seen.add(id(item))
-        Panel(item.suite, _judge_options(settings))
+        Panel(item.suite, judge_options(settings))
     if not seen and settings.judges is not None and settings.judges.judge is not None:
         # A flag that would silently do nothing is refused (EXAMPLES: refuse with the reason).
         raise UsageError("--judge: no suite run here has a judged check (judge, rubric); "
@@ -485,22 +501,6 @@ def _check_adaptive(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetti
         raise UsageError("--adaptive: no suite run here has a quality check (judge, rubric, "
                          "similar); its checks are binary, and more trials would not change "
                          "how they fold")
-
-
-def _queue_all(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
-               settings: RunSettings, watcher: Watcher, db: str | None) -> list[RunResult]:
-    """Each (suite, target) enqueued for ``assay worker`` processes; followed unless detached."""
-    from ..queue.submit import check_queue, submit
-
-    url = check_queue(settings, db, store=True)
-    plans = _plans(load(), targets)
-    _check_judges(plans, settings)
-    _check_adaptive(plans, settings)
-    results = []
-    for item, uri in plans:
-        result = submit(item, uri, settings, watcher, url)
-        results.append(result)
-    return results
 
 
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
@@ -558,7 +558,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     from ..judging.panel import Panel, suite_asks_opinions
 
     if suite_asks_opinions(item.suite.cases):
-        panel = Panel(item.suite, _judge_options(settings))
+        panel = Panel(item.suite, judge_options(settings))
     battery = Battery(item, target, options, resume=resume, panel=panel)
     recorder: RunRecorder | None = None
     if recording is not None:

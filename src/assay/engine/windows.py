@@ -75,6 +75,27 @@ def current_window(size: str, clock: Clock) -> Window:
     return window_at(size, clock.now())
 
 
+def chosen_window(size: str, at: str | None, clock: Clock) -> Window:
+    """The ``size`` window holding ``at`` (ISO 8601 with its zone), else the clock's now.
+
+    Taken once per command, so that every suite and target of one command is
+    the battery of the same window even when the command runs across its end.
+    ``UsageError`` (exit 2) names what is wrong with ``at``.
+    """
+    from ..errors import UsageError
+
+    if at is None:
+        return current_window(size, clock)
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        raise UsageError(f"--window-at: {at!r} is not an ISO 8601 time "
+                         "(e.g. 2025-01-06T10:30Z)") from None
+    if moment.tzinfo is None:
+        raise UsageError(f"--window-at: {at!r} has no zone: add Z for UTC (or +HH:MM)")
+    return window_at(size, moment)
+
+
 class WindowTaken(Exception):
     """The window already has its battery (``holder``): this run registers nothing and stops.
 

@@ -68,8 +68,9 @@ def import_procrastinate() -> Any:
     return procrastinate
 
 
-def make_app(url: str, *, tasks: bool = True, tick: str = TICK_CRON) -> procrastinate.App:
-    """The procrastinate app on the store at ``url``, with assay's tasks registered.
+def bare_app(url: str) -> procrastinate.App:
+    """The procrastinate app on the store at ``url``, no task registered yet
+    (``tasks.make_app`` registers assay's).
 
     The connector opens a pool only when the app is opened (a worker); a
     submitter defers its jobs on its own transaction's connection and opens
@@ -77,10 +78,6 @@ def make_app(url: str, *, tasks: bool = True, tick: str = TICK_CRON) -> procrast
     """
     lib = import_procrastinate()
     app: procrastinate.App = lib.App(connector=lib.PsycopgConnector(conninfo=conninfo(url)))
-    if tasks:
-        from .tasks import register
-
-        register(app, tick)
     return app
 
 

@@ -151,10 +151,17 @@ def settings_of(schedule: Schedule, start: str, workers: int) -> Any:
     return RunSettings(
         trials=chosen.get("trials"), concurrency=workers, timeout_s=chosen.get("timeout_s"),
         base_url=chosen.get("base_url"), window=Window(schedule.every, moment), judges=judges,
-        review=chosen.get("review", "both"), executor="queue", chunk=chosen.get("chunk"),
-        target_limit=chosen.get("target_limit"),
+        review=chosen.get("review", "both"),
         hidden_dir=Path(schedule.hidden_dir) if schedule.hidden_dir else None,
         max_trials=DEFAULT_MAX_TRIALS)
+
+
+def queue_of(schedule: Schedule) -> Any:
+    """How the schedule's batteries are enqueued (its ``--chunk`` and ``--target-limit``)."""
+    from .submit import QueueExecutor
+
+    chosen = schedule.options
+    return QueueExecutor(chunk=chosen.get("chunk"), target_limit=chosen.get("target_limit"))
 
 
 def load_suite(schedule: Schedule) -> Any:

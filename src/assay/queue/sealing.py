@@ -47,7 +47,7 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     from ..model import Evidence, TargetRef
     from ..review.queue import sealed_items
     from ..store.runs.record import LocalSink
-    from .work import battery_options, load_registered, make_panel, queue_options
+    from .registered import battery_options, load_registered, make_panel, queue_options
 
     stored = store.open_run(run_id)
     if stored.status != "open" or _left(store, run_id):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,34 @@ if TYPE_CHECKING:
 
 #: How often a follower reads the run's progress from the store.
 POLL_S = 0.25
+
+
+@dataclass(frozen=True)
+class QueueExecutor:
+    """``--executor queue``: each battery enqueued on the store's PostgreSQL for ``assay
+    worker`` processes, then followed to its seal (``engine.runs.Executor``, SPEC §12)."""
+
+    #: ``--detach``: return once the battery is enqueued, without following it.
+    detach: bool = False
+    #: ``--chunk``: trials per job (default ``chunks.DEFAULT_CHUNK``).
+    chunk: int | None = None
+    #: ``--target-limit``: trials in flight against the target across every worker,
+    #: held in the database (``permits``).
+    target_limit: int | None = None
+
+    def refuse(self, settings: RunSettings, db: str | None, store: bool) -> None:
+        """Refuse what the queue cannot do, with the reason."""
+        check_queue(settings, db, store)
+
+    def execute(self, load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
+                settings: RunSettings, watcher: Watcher, db: str | None) -> list[RunResult]:
+        """Each (suite, target) enqueued for ``assay worker`` processes; followed unless
+        ``detach``."""
+        from ..engine.runs import checked_plans
+
+        url = check_queue(settings, db, store=True)
+        plans = checked_plans(load, targets, settings, watcher)
+        return [submit(item, uri, settings, watcher, url, self) for item, uri in plans]
 
 
 def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
@@ -43,8 +73,8 @@ def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
 
 
 def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
-           url: str) -> RunResult:
-    """Register and enqueue one battery; follow it to its seal unless ``settings.detach``."""
+           url: str, queue: QueueExecutor) -> RunResult:
+    """Register and enqueue one battery; follow it to its seal unless ``queue.detach``."""
     from ..engine.runs import RunResult
     from ..engine.windows import WindowTaken
     from ..store.database import open_store
@@ -55,8 +85,8 @@ def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
     try:
         ensure_schema(store)
         try:
-            run_id, planned = asyncio.run(enqueue_battery(store, item, uri, settings, watcher,
-                                                          url))
+            run_id, planned = asyncio.run(enqueue_battery(store, item, uri, settings, queue,
+                                                          watcher, url))
         except HarnessFailure as failure:
             result.harness_failure = str(failure)
             return result
@@ -64,7 +94,7 @@ def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
             result.existing = taken.holder
             return result
         result.run_id = run_id
-        if settings.detach:
+        if queue.detach:
             result.detached = True
             return result
         return follow_to_seal(store, run_id, item.suite.id, planned, watcher, result)
@@ -153,7 +183,8 @@ def sealed_report(store: Store, run_id: str) -> Any:
 
 
 async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: RunSettings,
-                          watcher: Watcher, url: str, *, cwd: str | None = None,
+                          queue: QueueExecutor, watcher: Watcher, url: str, *,
+                          cwd: str | None = None,
                           schedule: int | None = None) -> tuple[str, int | None]:
     """Start the target, take its version, register the run with its chunks and jobs.
 
@@ -166,9 +197,9 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     from ..engine.record import prepared_parts, registration_row
     from ..engine.windows import WindowTaken
     from ..targets import TargetOptions, make_target
-    from .app import make_app
     from .chunks import DEFAULT_CHUNK, cut
     from .enqueue import enqueue_run
+    from .tasks import make_app
 
     target = make_target(uri, TargetOptions(base_dir=item.path.parent,
                                             concurrency=settings.concurrency,
@@ -183,7 +214,7 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     whole = {ids[index]: battery.expected(index) for index, _ in slots
              if adaptive is not None and adaptive[index]}
     fixed = [(ids[index], n) for index, n in slots if ids[index] not in whole]
-    chunks = cut(fixed, whole, settings.chunk or DEFAULT_CHUNK)
+    chunks = cut(fixed, whole, queue.chunk or DEFAULT_CHUNK)
     hidden = frozenset(case.id for case in item.suite.cases if case.split == "hidden")
     planned = None if adaptive is not None else len(slots)
     # Made before the target starts: a large suite does not hold the registration up.
@@ -191,7 +222,7 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     app = make_app(url)
 
     def on_start(start: RunStart) -> None:
-        chosen = _options(settings, planned, item, target, len(chunks))
+        chosen = _options(settings, queue, planned, item, target, len(chunks))
         chosen["queue"]["cwd"] = cwd or chosen["queue"]["cwd"]
         if schedule is not None:
             chosen["queue"]["schedule"] = schedule
@@ -217,8 +248,8 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     return start.run_id, planned
 
 
-def _options(settings: RunSettings, planned: int | None, item: LoadedSuite, target: Any,
-             chunks: int) -> dict[str, Any]:
+def _options(settings: RunSettings, queue: QueueExecutor, planned: int | None,
+             item: LoadedSuite, target: Any, chunks: int) -> dict[str, Any]:
     """The run's options: a local run's, and what the workers need to run it the same way."""
     chosen: dict[str, Any] = {"trials": settings.trials, "timeout_s": settings.timeout_s}
     if planned is not None:
@@ -236,7 +267,7 @@ def _options(settings: RunSettings, planned: int | None, item: LoadedSuite, targ
         "judge_cache": judges.cache if judges else True,
         "review": settings.review,
         "chunks": chunks,
-        "target_limit": settings.target_limit,
+        "target_limit": queue.target_limit,
         "evidence": {k: getattr(v, "value", v) for k, v in dict(target.evidence).items()},
     }
     return chosen

@@ -7,19 +7,41 @@ functions stay free of globals.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .app import CHUNK_TASK, QUEUE, SEAL_TASK, TICK_TASK, WINDOW_TASK
+from .app import CHUNK_TASK, QUEUE, SEAL_TASK, TICK_CRON, TICK_TASK, WINDOW_TASK, bare_app
 
 if TYPE_CHECKING:
     import procrastinate
 
-    from .work import Work
+
+class Work(Protocol):
+    """What the tasks hand their jobs to: the worker's state (``work.Work``)."""
+
+    async def chunk(self, job_id: int, worker_id: int | None, run_id: str, number: int) -> None:
+        """Run one chunk of a queued run."""
+
+    async def seal(self, run_id: str) -> object:
+        """Fold and seal a queued run whose chunks are done."""
+
+    async def window(self, schedule_id: int, start: str) -> None:
+        """Register and enqueue one schedule's window battery."""
+
+    async def tick(self, timestamp: int) -> None:
+        """Enqueue a window job for each schedule due."""
 
 #: A job whose function raised is tried again, this many times in all, a second apart:
 #: a database that blinked, a target that would not start once. A chunk that stopped
 #: its worker is the lease sweeper's (``leases``), not this.
 ATTEMPTS = 4
+
+
+def make_app(url: str, *, tick: str = TICK_CRON) -> procrastinate.App:
+    """The procrastinate app on the store at ``url``, with assay's tasks registered
+    (a job is deferred by its task's name, so even a submitter needs them)."""
+    app = bare_app(url)
+    register(app, tick)
+    return app
 
 
 def register(app: procrastinate.App, tick: str) -> None:

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError
+from .registered import Refused, battery_options, load_registered, make_panel, queue_options
 
 if TYPE_CHECKING:
     import procrastinate
@@ -39,10 +37,6 @@ if TYPE_CHECKING:
     from .permits import Permits
 
 
-class Refused(AssayError):
-    """This worker cannot run the run's trials (another agent, another suite); says why."""
-
-
 @dataclass
 class _Run:
     """What a worker keeps of one run while it runs chunks of it."""
@@ -55,76 +49,6 @@ class _Run:
     panel: Panel | None
     busy: int = 0
     used: float = field(default_factory=time.monotonic)
-
-
-def queue_options(stored: OpenRun) -> dict[str, Any]:
-    """The ``queue`` part of a run's options (what the submitter recorded for the workers)."""
-    found = stored.options.get("queue")
-    if not isinstance(found, dict):
-        raise Refused(f"run {stored.run_id} was not started on the queue")
-    return found
-
-
-def load_registered(stored: OpenRun, workers: int) -> tuple[LoadedSuite, RunSettings]:
-    """The run's suite loaded from its files, checked against what it registered; its settings.
-
-    ``Refused`` names what differs (the suite, its hidden set), never a case.
-    """
-    from ..engine.runs import RunSettings
-    from ..grading.adaptive import DEFAULT_MAX_TRIALS
-    from ..judging.panel import JudgeOptions
-    from ..suites import discover
-
-    queued = queue_options(stored)
-    hidden_dir = queued.get("hidden_dir")
-    cwd = queued.get("cwd")
-    if isinstance(cwd, str) and cwd not in sys.path:
-        sys.path.insert(0, cwd)  # python: targets name modules from where the run started
-    paths = [Path(p) for p in queued.get("paths") or []]
-    try:
-        found = [item for item in discover(paths, Path(hidden_dir) if hidden_dir else None)
-                 if item.suite.id == stored.suite_id]
-    except AssayError as error:
-        # Its type only: a suite file's error may quote a hidden case.
-        raise Refused(f"run {stored.run_id}: its suite cannot be loaded here from "
-                      f"{', '.join(str(p) for p in paths)} ({type(error).__name__})") from None
-    if not found:
-        raise Refused(f"run {stored.run_id}: no suite {stored.suite_id} under "
-                      f"{', '.join(str(p) for p in paths)} on this machine")
-    loaded = found[0]
-    if loaded.digest != stored.suite_digest or loaded.hidden_digest != stored.hidden_set:
-        which = "suite" if loaded.digest != stored.suite_digest else "hidden set"
-        raise Refused(f"run {stored.run_id}: the {which} of {stored.suite_id} here is not the "
-                      "one the run registered")
-    adaptive = stored.options.get("adaptive")
-    judges = JudgeOptions(judge=queued.get("judge"), base_url=queued.get("judge_base_url"),
-                          concurrency=workers, cache=queued.get("judge_cache", True) is True)
-    settings = RunSettings(
-        trials=stored.options.get("trials"), concurrency=workers,
-        timeout_s=stored.options.get("timeout_s"), seed=stored.seed,
-        base_url=queued.get("base_url"), judges=judges, review=queued.get("review", "both"),
-        adaptive=adaptive is not None,
-        max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
-    return loaded, settings
-
-
-def battery_options(settings: RunSettings) -> BatteryOptions:
-    """How a worker's batteries of this run go (the run's registered choices)."""
-    from ..engine.battery import BatteryOptions
-
-    return BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
-                          timeout_s=settings.timeout_s, seed=settings.seed,
-                          adaptive=settings.adaptive, max_trials=settings.max_trials)
-
-
-def make_panel(loaded: LoadedSuite, settings: RunSettings) -> Panel | None:
-    """The run's judges, when its suite asks opinions."""
-    from ..engine.runs import _judge_options
-    from ..judging.panel import Panel, asks_opinions
-
-    if not any(asks_opinions(case) for case in loaded.suite.cases):
-        return None
-    return Panel(loaded.suite, _judge_options(settings))
 
 
 class Work:
@@ -288,7 +212,7 @@ class Work:
         """Register and enqueue the battery of one schedule's window, unless it has one."""
         from ..engine.runs import QuietWatcher
         from ..engine.windows import WindowTaken
-        from .schedules import load_suite, one, settings_of
+        from .schedules import load_suite, one, queue_of, settings_of
         from .submit import enqueue_battery
 
         schedule = await asyncio.to_thread(one, self.store, schedule_id)
@@ -299,7 +223,8 @@ class Work:
         await asyncio.to_thread(_warm, schedule.target_uri)
         try:
             run_id, planned = await enqueue_battery(
-                self.store, item, schedule.target_uri, settings, QuietWatcher(), self.url,
+                self.store, item, schedule.target_uri, settings, queue_of(schedule),
+                QuietWatcher(), self.url,
                 cwd=schedule.cwd, schedule=schedule.id)
         except WindowTaken as taken:
             self.say(f"assay worker: schedule {schedule.id}: window {start} has its battery "

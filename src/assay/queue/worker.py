@@ -61,7 +61,8 @@ def run_worker(options: WorkerOptions, say: Callable[[str], None]) -> None:
 async def _serve(options: WorkerOptions, say: Callable[[str], None]) -> None:
     from ..store.database import open_store
     from ..store.ledger.keys import signing_key
-    from .app import QUEUE, ensure_schema, make_app
+    from .app import QUEUE, ensure_schema
+    from .tasks import make_app
     from .work import Work
 
     _one_line_logs(say)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -90,3 +90,38 @@ class TerminalWatcher:
 
     def registered(self, run_id: str) -> None:
         """Nothing: the run's id is printed with its report."""
+
+
+class AnnouncingWatcher:
+    """The terminal's watcher that also names each registered run on a file descriptor.
+
+    ``assay run --announce-fd`` is for a process that starts ``assay run`` and
+    must follow the run it started (the workbench): the run id is known only
+    once the target started and the run was registered, and a line on a pipe
+    of its own is read without parsing the terminal's output. Only the run id
+    goes there, never a case.
+    """
+
+    def __init__(self, console: Console, fd: int) -> None:
+        self.terminal = TerminalWatcher(console)
+        self.fd = fd
+
+    def battery(self, label: str,
+                total: int | None) -> AbstractContextManager[Callable[[str], None]]:
+        """The terminal's progress bar."""
+        return self.terminal.battery(label, total)
+
+    def notice(self, text: str) -> None:
+        """A line on the terminal."""
+        self.terminal.notice(text)
+
+    def registered(self, run_id: str) -> None:
+        """Write ``{"run_id": …}`` and a newline to the descriptor; a closed one is ignored."""
+        import json
+        import os
+
+        line = (json.dumps({"run_id": run_id}) + "\n").encode()
+        try:
+            os.write(self.fd, line)
+        except OSError:
+            pass  # whoever asked is gone: the run goes on, recorded as ever

@@ -1,7 +1,7 @@
 """The cyclic collector is held off while a battery runs, and comes back once the process grows.
 
 A battery keeps every result until its report; the collector's passes over
-them free nothing (engine/runs.py ``_HeldCollector``). These run real
+them free nothing (engine/collector.py ``HeldCollector``). These run real
 batteries through ``run_suites`` (store off) with agents that look at the
 collector from inside the run.
 """
@@ -12,7 +12,7 @@ import gc
 
 import pytest
 
-from assay.engine import runs
+from assay.engine import collector, runs
 from assay.engine.runs import RunSettings, run_suites
 
 from .conftest import Bench
@@ -76,8 +76,8 @@ def test_no_collection_while_the_battery_runs_and_the_collector_is_back_after(
 def test_a_process_that_grows_is_collected_during_the_battery(
         bench: Bench, monkeypatch: pytest.MonkeyPatch) -> None:
     # Any growth counts (limit 0), looked at after every trial.
-    monkeypatch.setattr(runs, "COLLECT_AFTER_BYTES", 0)
-    monkeypatch.setattr(runs, "COLLECT_EVERY", 1)
+    monkeypatch.setattr(collector, "COLLECT_AFTER_BYTES", 0)
+    monkeypatch.setattr(collector, "COLLECT_EVERY", 1)
     uri, module = bench.agent(AGENT)
     result = run(bench, suite(uri, 6))
     seen = module.seen

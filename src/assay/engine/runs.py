@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import HarnessFailure, UsageError
 from ..grading.adaptive import DEFAULT_MAX_TRIALS
 from ..store.runs.trials import Sink
+from . import collector
 
 if TYPE_CHECKING:
     from ..judging.panel import JudgeOptions
@@ -204,7 +205,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
         if sink is not None:
             sink.stop()
         raise UsageError(_WINDOW_AND_CACHE)
-    thresholds = _tune_gc()
+    thresholds = collector.tune_gc()
     try:
         if not store:
             if sink is not None:
@@ -224,7 +225,7 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
         finally:
             sink.stop()
     finally:
-        _restore_gc(thresholds)
+        collector.restore_gc(thresholds)
 
 
 def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
@@ -247,7 +248,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         raise UsageError("--window names a new battery; a resume finishes the run it registered")
     key = signing_key(db)
     store = open_store(db)
-    thresholds = _tune_gc()
+    thresholds = collector.tune_gc()
     try:
         stored = store.open_run(run_id)
         if stored.status != "open":
@@ -286,7 +287,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         return _run_one(item, stored.target_uri, settings, watcher, recording)
     finally:
         store.close()
-        _restore_gc(thresholds)
+        collector.restore_gc(thresholds)
 
 
 def open_sink(db: str | None) -> OpenSink:
@@ -302,106 +303,6 @@ def open_sink(db: str | None) -> OpenSink:
 
     key = signing_key(db)
     return LocalSink(open_store(db), key, owned=True)
-
-
-def _tune_gc() -> tuple[int, ...]:
-    """Collect less often while a run goes; returns the thresholds to put back after it.
-
-    A run allocates many small, long-lived objects (cases, traces, verdicts)
-    and frees few: the default thresholds rescan them again and again.
-    """
-    saved = gc.get_threshold()
-    gc.set_threshold(50_000, 20, 100)
-    return saved
-
-
-#: How much the process may grow while a battery runs before the cyclic
-#: collector looks for garbage, and every how many finished trials the size
-#: is read (``_HeldCollector``).
-COLLECT_AFTER_BYTES = 256 * 1024 * 1024
-COLLECT_EVERY = 500
-
-
-class _HeldCollector:
-    """The cyclic collector held off while a battery runs, unless the process grows.
-
-    A battery's trials make objects by the thousand that reference
-    counting frees (a final case goes to disk, docs/decisions/0051); the
-    collector's passes meanwhile rescan whatever lives through a trial and
-    free next to nothing, all on the battery's thread (when the battery
-    kept every result, ten passes of 30 ms each at ten thousand trials).
-    So automatic collection is off while it runs. Every
-    ``every`` finished trials the process's resident size is read (one
-    system call); once it has grown by ``limit`` bytes since the battery
-    began or since the last collection, say because an agent makes
-    reference cycles, the collector runs once and what survives is frozen,
-    so that later passes do not rescan it. Where the size cannot be read,
-    the collector is left as it was.
-    """
-
-    def __init__(self, limit: int, every: int) -> None:
-        self.limit = limit
-        self.every = every
-        self.finished = 0
-        self.base: int | None = None
-        self.held = False
-
-    def __enter__(self) -> _HeldCollector:
-        self.base = _resident_bytes()
-        if self.base is not None and gc.isenabled():
-            gc.disable()
-            self.held = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.held:
-            # Collected now only if the process grew; what is left is frozen
-            # before the collector comes back, or its first pass would rescan
-            # the whole battery at once. run_suites unfreezes it at the end.
-            self.check()
-            gc.freeze()
-            gc.enable()
-            self.held = False
-
-    def counting(self, on_trial: Callable[[str], None]) -> Callable[[str], None]:
-        """``on_trial`` that also counts the trial, and looks at the size every ``every``."""
-        if not self.held:
-            return on_trial
-
-        def counted(outcome: str) -> None:
-            on_trial(outcome)
-            self.finished += 1
-            if self.finished % self.every == 0:
-                self.check()
-
-        return counted
-
-    def check(self) -> None:
-        """Collect (and freeze what survives) if the process grew by ``limit`` since last time."""
-        size = _resident_bytes()
-        if size is None or self.base is None or size - self.base < self.limit:
-            return
-        gc.collect()
-        gc.freeze()
-        self.base = _resident_bytes() or size
-
-
-def _resident_bytes() -> int | None:
-    """This process's resident size in bytes, or None where it cannot be read."""
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return None
-
-
-def _restore_gc(thresholds: tuple[int, ...]) -> None:
-    # The caller's thresholds come back, and what the run froze (its suites,
-    # each battery's results) is left to the collector's oldest generation:
-    # in a process that goes on (a worker, the workbench), garbage among it
-    # is collected again.
-    gc.set_threshold(*thresholds)
-    gc.unfreeze()
 
 
 def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str],
@@ -594,9 +495,9 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         battery.on_result = writer.record
     # An adaptive battery's total is known only at its end.
     total = None if battery.adaptive is not None else battery.planned()
-    with watcher.battery(item.suite.id, total) as on_trial, \
-            _HeldCollector(COLLECT_AFTER_BYTES, COLLECT_EVERY) as collector:
-        battery.on_trial = collector.counting(on_trial)
+    held_off = collector.HeldCollector(collector.COLLECT_AFTER_BYTES, collector.COLLECT_EVERY)
+    with watcher.battery(item.suite.id, total) as on_trial, held_off as held:
+        battery.on_trial = held.counting(on_trial)
         loop = asyncio.get_running_loop()
 
         def on_sigint() -> None:

@@ -217,7 +217,8 @@ def _unasked(assertion: Assertion, trace: Trace) -> Judgement:
 _PREPARE = {"judge": prepare_judge, "rubric": prepare_rubric, "similar": prepare_similar}
 # The judging room asks opinions for these names; a check read from opinions that it
 # did not know would never be asked about, so the two lists are one.
-assert set(_PREPARE) == OPINION_CHECKS
+if set(_PREPARE) != OPINION_CHECKS:
+    raise ImportError("checks.quality and judging.opinion.OPINION_CHECKS name different checks")
 for _name, _prepare in _PREPARE.items():
     register(Check(name=_name, family="quality", fact=FACT, evaluate=_unasked, prepare=_prepare,
                    opinions=True))

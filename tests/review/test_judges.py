@@ -217,3 +217,16 @@ def test_no_reviews_yet_is_said_plainly(project: Project) -> None:
     assert json.loads(as_json.out)["rows"] == []
     blank = judges(project, "--judge", " ")
     assert blank.code == 2 and "cannot be empty" in blank.err
+
+
+def test_the_tables_fold_rather_than_cut_in_a_log(reviewed) -> None:
+    # stdout is a pipe, 60 columns: every column folds, nothing ends in "…" (decision 0058).
+    from ..cli.test_whole_values import assert_whole
+
+    project, _, _ = reviewed
+    data = judges(project, "--json", "-")
+    assert data.code == 0, data.err
+    judge = json.loads(data.out)["rows"][0]["judge"]
+    done = project.assay("judges", env={"COLUMNS": "60"})
+    assert "disagreements (" in done.out
+    assert_whole(done, judge)

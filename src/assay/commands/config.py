@@ -25,7 +25,7 @@ def config(as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..reports.safe import shown
+    from ..reports.safe import print_table, shown
     from ..settings import load
 
     try:
@@ -50,5 +50,5 @@ def config(as_json: bool) -> None:
     for setting in found:
         value = "(assay's default)" if setting.value is None else str(setting.value)
         table.add_row(setting.key, shown(value, one_line=True), shown(setting.source))
-    out.print(table)
+    print_table(out, table)
 

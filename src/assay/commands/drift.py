@@ -26,7 +26,6 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..analysis.drift import Drift
     from ..analysis.run_facts import RunFacts
 
 
@@ -75,7 +74,9 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
     if json_path is not None:
         written = write_output(json_path, json_text(result.to_json()))
     if json_path != STDOUT:
-        click.echo(_summary(result))
+        from ..reports.drift import drift_summary
+
+        click.echo(drift_summary(result, on_terminal=sys.stdout.isatty()))
     if notify is not None:
         _notify(notify, result.to_json())
     if not written:
@@ -110,37 +111,6 @@ def _newest_two(suite: str, target_uri: str | None, db: str | None) -> tuple[Run
     finally:
         store.close()
     return base, cand
-
-
-def _summary(result: Drift) -> str:
-    """What a person reads: the status, the two runs, what moved and what flipped."""
-    from ..reports.safe import inert
-
-    def show(value: object) -> str:
-        return inert(value, one_line=True, limit=200)
-
-    lines = [f"{show(result.cand.suite_id)} · {show(result.cand.target_uri)} "
-             f"({show(result.cand.target_digest)}): {result.status.upper()}",
-             f"  base {show(result.base.run_id)} started {show(result.base.started_at)}",
-             f"  cand {show(result.cand.run_id)} started {show(result.cand.started_at)}"]
-    for moved in result.changed:
-        if moved.case is None:
-            lines.append(f"  changed: {moved.facet}: {show(moved.base)} → {show(moved.cand)}")
-        elif moved.split == "hidden":
-            lines.append(f"  changed: a hidden case ({moved.case}): its {moved.facet} changed"
-                         + (" (the model its trials were served)" if moved.facet == "model"
-                            else ""))
-        elif moved.base is not None or moved.cand is not None:
-            lines.append(f"  changed: {show(moved.case)}: {moved.facet}: {show(moved.base)} → "
-                         f"{show(moved.cand)}")
-        else:
-            lines.append(f"  changed: {show(moved.case)}: its {moved.facet} changed")
-    for flip in result.flipped:
-        lines.append(f"  flipped: {show(flip.case)} ({flip.split}): {show(flip.base)} → "
-                     f"{show(flip.cand)} ({flip.change})")
-    if result.status == "stable":
-        lines.append("  no case flipped and nothing that answered moved")
-    return "\n".join(lines)
 
 
 def _notify(url: str, document: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .common import MAX_ROWS, pct
-from .safe import shown
+from .safe import print_table, screen_limit, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,13 +67,14 @@ def print_calibration(console: Console, result: Calibration) -> None:
         right = name in ("n", "agreement", "chance", "kappa", "excluded")
         table.add_column(name, justify="right" if right else "left", overflow="fold"
                          if name == "criterion" else "ellipsis")
+    room = screen_limit(console, CRITERION_WIDTH)
     for row in result.rows:
         a = row.agreement
         table.add_row(shown(row.judge, one_line=True), row.check,
-                      shown(row.criterion, one_line=True, limit=CRITERION_WIDTH), str(a.n),
+                      shown(row.criterion, one_line=True, limit=room), str(a.n),
                       pct(a.observed), pct(a.expected), kappa_cell(row), reading_cell(row),
                       str(sum(row.excluded.values())))
-    console.print(table)
+    print_table(console, table)
     console.print(SOURCES, markup=False, highlight=False)
     if any(r.agreement.n and r.agreement.kappa is None for r in result.rows):
         console.print("undefined: the judge and the people gave every trial one and the same "
@@ -82,7 +83,7 @@ def print_calibration(console: Console, result: Calibration) -> None:
     for row in result.rows:
         for why, count in sorted(row.excluded.items()):
             console.print(shown(f"excluded: {row.judge} · {row.criterion}: {count} × {why}",
-                                one_line=True, limit=300))
+                                one_line=True, limit=screen_limit(console, 300)))
     if result.unknown_verdicts:
         console.print(f"{result.unknown_verdicts} decided item(s) with a decision this version "
                       "does not know were left out", markup=False, highlight=False)
@@ -108,9 +109,10 @@ def _print_disagreements(console: Console, result: Calibration) -> None:
         by = f" ({d.reviewer})" if d.reviewer else ""
         table.add_row(str(d.item), shown(d.run_id, one_line=True), shown(d.case, one_line=True),
                       str(d.trial), shown(d.judge, one_line=True),
-                      shown(d.criterion, one_line=True, limit=CRITERION_WIDTH), d.judge_said,
+                      shown(d.criterion, one_line=True,
+                            limit=screen_limit(console, CRITERION_WIDTH)), d.judge_said,
                       shown(f"{d.human_said}{by}", one_line=True))
-    console.print(table)
+    print_table(console, table)
     if len(result.disagreements) > MAX_ROWS:
         console.print(f"… and {len(result.disagreements) - MAX_ROWS} more "
                       "(--json has every one)")

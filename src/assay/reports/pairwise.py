@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .common import MAX_ROWS, pct
-from .safe import inert, shown
+from .safe import inert, print_table, screen_limit, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,7 +65,8 @@ def print_pairwise(console: Console, result: PairwiseResult) -> None:
                         one_line=True))
     console.print(shown(f"judge {result.judge.uri} · prompt {result.prompt_digest} · seed "
                         f"{result.seed}", one_line=True))
-    console.print(shown(f"criteria: {result.criteria}", one_line=True, limit=500))
+    console.print(shown(f"criteria: {result.criteria}", one_line=True,
+                        limit=screen_limit(console, 500)))
     table = Table(show_edge=False, pad_edge=False)
     for name in ("case", "split", "trial", "shown first", "choice", "note"):
         table.add_column(name, justify="right" if name == "trial" else "left",
@@ -74,7 +75,7 @@ def print_pairwise(console: Console, result: PairwiseResult) -> None:
         table.add_row(shown(row.label, one_line=True), row.split, str(row.n),
                       row.first or "—", Text(row.choice or "—", style=STYLE[row.choice]),
                       shown(row.note, one_line=True))
-    console.print(table)
+    print_table(console, table)
     if len(result.rows) > MAX_ROWS:
         console.print(f"… and {len(result.rows) - MAX_ROWS} more row(s) (--json has every row)")
     unpaired = result.unpaired

@@ -17,6 +17,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
     from rich.text import Text
 
 
@@ -102,3 +104,25 @@ def markdown_code(value: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` so that no cell is cut where the output is kept.
+
+    On a terminal a cell wider than its column may end in "…": the window can
+    be widened, and ``--json`` has every value. Anywhere else — a pipe, a
+    file, a CI log — every column folds instead: a value written for a log is
+    whole, its characters in order across lines, never ellipsised
+    (docs/decisions/0058-whole-values-in-logs.md).
+    """
+    if not console.is_terminal:
+        for column in table.columns:
+            column.overflow = "fold"
+            column.no_wrap = False
+    console.print(table)
+
+
+def screen_limit(console: Console, limit: int) -> int | None:
+    """``limit`` on a terminal, where it keeps a line on the screen; None anywhere else,
+    where a value is written whole (``print_table``)."""
+    return limit if console.is_terminal else None

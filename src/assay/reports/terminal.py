@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..model import CaseResult, Report
 from .common import has_scores, listed_cases, pct, score_cell, trials_text, verdict_line, why
 from .cost import cost_line, judge_cost_line, usd_cell
-from .safe import inert, shown
+from .safe import inert, print_table, shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,7 +49,7 @@ def print_report(console: Console, report: Report) -> None:
                           shown(why(case), one_line=True, limit=MAX_WHY))
         else:
             table.add_row(name, "hidden", outcome, "", "", *([""] if scored else []), "")
-    console.print(table)
+    print_table(console, table)
     if left_out is not None:
         console.print(left_out)
     print_scores(console, report)
@@ -100,4 +100,4 @@ def print_side_by_side(console: Console, reports: list[Report]) -> None:
         result = Text("passed", "green") if s.passed else Text("not passed", "red")
         table.add_row(shown(r.suite.id, one_line=True), shown(r.target.uri, one_line=True),
                       pct(s.public), pct(s.hidden), pct(s.overall), usd_cell(r.cost), result)
-    console.print(table)
+    print_table(console, table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import math
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -15,10 +16,17 @@ import pytest
 
 from assay.canonical import digest
 from assay.checks.quality import read_opinions
+from assay.errors import UsageError
+from assay.judging import similarity
 from assay.judging.similarity import (
+    FOLDER_VOCAB,
+    MODEL_ENV,
     MODEL_NAME,
+    VOCAB_FILE,
+    VOCAB_SHA256,
     WEIGHTS_FILE,
     WEIGHTS_MODULE,
+    WEIGHTS_SHA256,
     Embedder,
     load_embedder,
     measure,
@@ -204,3 +212,96 @@ def test_loading_and_measuring_touch_no_network(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     error, value = done.stdout.split()
     assert error == "None" and 0 < float(value) <= 1
+
+
+# --- the pinned files ----------------------------------------------------------------------
+
+def _packaged() -> Path:
+    spec = importlib.util.find_spec(WEIGHTS_MODULE)
+    assert spec is not None and spec.submodule_search_locations
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _assay_vocab() -> bytes:
+    return (Path(similarity.__file__).parent / VOCAB_FILE).read_bytes()
+
+
+def _copy(folder: Path, *, weights: bytes | None = None, vocab: bytes | None = None) -> Path:
+    """A folder holding the model: the packaged weights (linked) unless ``weights`` is given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if weights is None:
+        os.link(_packaged() / WEIGHTS_FILE, folder / WEIGHTS_FILE)
+    else:
+        (folder / WEIGHTS_FILE).write_bytes(weights)
+    if vocab is not None:
+        (folder / FOLDER_VOCAB).write_bytes(vocab)
+    return folder
+
+
+def _refusal(folder: Path) -> str:
+    with pytest.raises(UsageError) as caught:
+        load_embedder(folder)
+    assert caught.value.exit_code == 2
+    return str(caught.value)
+
+
+def test_the_pins_are_the_files_assay_ships_and_installs() -> None:
+    weights = (_packaged() / WEIGHTS_FILE).read_bytes()
+    assert "sha256:" + hashlib.sha256(weights).hexdigest() == WEIGHTS_SHA256
+    assert "sha256:" + hashlib.sha256(_assay_vocab()).hexdigest() == VOCAB_SHA256
+
+
+def test_a_faithful_copy_elsewhere_scores_as_the_packaged_model(
+        embedder: Embedder, tmp_path: Path) -> None:
+    copy = load_embedder(_copy(tmp_path / "model", vocab=_assay_vocab()))
+    assert copy is not embedder and copy.model_id == embedder.model_id
+    text = "Apologies, we'll ship your package again today"
+    assert copy.similarity(REFERENCE, text) == pytest.approx(
+        embedder.similarity(REFERENCE, text), abs=1e-9)
+
+
+def test_weights_one_byte_off_are_refused_naming_the_file_and_both_digests(
+        tmp_path: Path) -> None:
+    weights = bytearray((_packaged() / WEIGHTS_FILE).read_bytes())
+    weights[len(weights) // 2] ^= 0x01
+    folder = _copy(tmp_path / "model", weights=bytes(weights))
+    message = _refusal(folder)
+    assert str(folder / WEIGHTS_FILE) in message
+    assert WEIGHTS_SHA256 in message
+    assert "sha256:" + hashlib.sha256(weights).hexdigest() in message
+    assert MODEL_ENV in message and "pip install --force-reinstall" in message
+
+
+def test_a_vocabulary_that_differs_is_refused(tmp_path: Path) -> None:
+    vocab = _assay_vocab().replace(b"\nhello\n", b"\nhullo\n", 1)
+    assert vocab != _assay_vocab()
+    folder = _copy(tmp_path / "model", vocab=vocab)
+    message = _refusal(folder)
+    assert str(folder / FOLDER_VOCAB) in message and VOCAB_SHA256 in message
+
+
+@pytest.mark.parametrize("made", ["missing", "empty"])
+def test_a_folder_without_the_model_says_what_it_lacks(tmp_path: Path, made: str) -> None:
+    folder = tmp_path / "model"
+    if made == "empty":
+        folder.mkdir()
+    message = _refusal(folder)
+    assert MODEL_ENV in message and str(folder) in message
+    assert ("not a folder" if made == "missing" else f"has no {WEIGHTS_FILE}") in message
+
+
+def test_a_run_with_a_tampered_copy_stops_before_any_trial(tmp_path: Path) -> None:
+    weights = bytearray((_packaged() / WEIGHTS_FILE).read_bytes())
+    weights[-1] ^= 0xFF
+    folder = _copy(tmp_path / "model", weights=bytes(weights))
+    (tmp_path / "agent_sim.py").write_text("def reply(text):\n    return 'we resend it'\n")
+    (tmp_path / "s.suite.yaml").write_text(
+        "suite: sim/pinned@1\ntarget: python:agent_sim:reply\ncases:\n"
+        "  - {id: a, input: x, expect: [{similar: {to: 'we will resend it', threshold: 0.5}}]}\n")
+    done = subprocess.run([sys.executable, "-m", "assay", "run", "s.suite.yaml", "--no-store"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={**os.environ, MODEL_ENV: str(folder)})
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "is not the file assay scores with" in done.stderr
+    assert str(folder / WEIGHTS_FILE) in done.stderr
+    assert done.stdout == ""  # no table: nothing ran

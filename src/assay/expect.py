@@ -26,6 +26,7 @@ def check(
     path: str | None = None,
     min_evidence: Evidence | str | None = None,
     threshold: float | None = None,
+    breach_evidence: Evidence | str | None = None,
     _depth: int = 1,
 ) -> Assertion:
     """Any assertion by its SPEC §3 name, e.g. ``check("never_calls", ["erp.*"])``."""
@@ -36,6 +37,7 @@ def check(
         path=path,
         min_evidence=Evidence(min_evidence) if min_evidence is not None else None,
         threshold=threshold,
+        breach_evidence=Evidence(breach_evidence) if breach_evidence is not None else None,
         line=frame.f_lineno,
         file=frame.f_code.co_filename,
     )

@@ -41,15 +41,18 @@ def trace(*events: Event, evidence: dict[str, Evidence] | None = None, **fields:
                  **fields)
 
 
-def prepared(name: str, arg: Any = None, min_evidence: str | None = None) -> Assertion:
+def prepared(name: str, arg: Any = None, min_evidence: str | None = None,
+             breach_evidence: str | None = None) -> Assertion:
     check = lookup(name)
     assert check is not None
     return Assertion(check=name, arg=check.prepare(arg, LoadContext(base_dir=Path("."))),
-                     min_evidence=Evidence(min_evidence) if min_evidence else None)
+                     min_evidence=Evidence(min_evidence) if min_evidence else None,
+                     breach_evidence=Evidence(breach_evidence) if breach_evidence else None)
 
 
-def judge(name: str, arg: Any, on: Trace, min_evidence: str | None = None) -> Verdict:
-    return verdict(prepared(name, arg, min_evidence), on)
+def judge(name: str, arg: Any, on: Trace, min_evidence: str | None = None,
+          breach_evidence: str | None = None) -> Verdict:
+    return verdict(prepared(name, arg, min_evidence, breach_evidence), on)
 
 
 def outcome(name: str, arg: Any, on: Trace) -> tuple[str, str]:
@@ -87,11 +90,92 @@ def test_missing_evidence_for_the_fact_is_inconclusive_never_a_pass(name: str) -
     assert v.note == f"{FACT_OF[name]} evidence is unavailable; this check needs {need}"
 
 
-def test_inferred_evidence_is_enough_when_the_suite_says_so() -> None:
-    on = trace(call("erp.transfer"), evidence={"tool_calls": Evidence.INFERRED})
+def test_inferred_evidence_is_enough_for_a_pass_when_the_suite_says_so() -> None:
+    on = trace(call("crm.lookup"), evidence={"tool_calls": Evidence.INFERRED})
     assert judge("never_calls", "erp.*", on).outcome == "inconclusive"
     v = judge("never_calls", "erp.*", on, min_evidence="inferred")
-    assert (v.outcome, v.evidence, v.family) == ("fail", "inferred", "structural")
+    assert (v.outcome, v.evidence, v.family) == ("pass", "inferred", "structural")
+
+
+# --- a breach is a breach at any evidence but unavailable (SPEC §5) -------------------------
+
+INFERRED = {**OBSERVED, "tool_calls": Evidence.INFERRED, "steps": Evidence.INFERRED,
+            "cost": Evidence.INFERRED, "tokens": Evidence.INFERRED,
+            "skills": Evidence.INFERRED}
+
+#: Each negative check, an argument, a trace that breaches it and one that keeps it.
+BREACHES: list[tuple[str, Any, dict[str, Any], dict[str, Any], str]] = [
+    ("never_calls", "shell", {"events": [call("shell", command="rm -rf /")]},
+     {"events": [call("read")]}, 'called shell {"command": "rm -rf /"} (call 1)'),
+    ("calls_before", ["backup", "delete"],
+     {"events": [call("delete"), call("backup")]},
+     {"events": [call("backup"), call("delete")]},
+     "delete {} (call 1) came before the first backup (call 2)"),
+    ("within_steps", 3, {"steps": 5}, {"steps": 2}, "5 steps, more than 3"),
+    ("costs_at_most", {"usd": 0.01}, {"usage": Usage(cost_usd=0.5)},
+     {"usage": Usage(cost_usd=0.001)}, "over budget: $0.5 > $0.01"),
+    ("costs_at_most", {"tokens": 100}, {"usage": Usage(input_tokens=900, output_tokens=1)},
+     {"usage": Usage(input_tokens=9, output_tokens=1)}, "over budget: 901 tokens > 100"),
+    ("never_activates_skill", ["deploy*"], {"events": [skill("deploy-prod")]},
+     {"events": [skill("lint")]}, "activated deploy-prod"),
+]
+
+
+@pytest.mark.parametrize(("name", "arg", "breached", "kept", "note"), BREACHES,
+                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BREACHES)])
+def test_a_breach_seen_at_inferred_evidence_fails_and_says_the_level(
+        name: str, arg: Any, breached: dict[str, Any], kept: dict[str, Any], note: str) -> None:
+    assert REGISTRY[name].breaches
+    v = judge(name, arg, Trace(evidence=INFERRED, **breached))
+    assert (v.outcome, v.evidence) == ("fail", Evidence.INFERRED)
+    assert v.note == f"{note} (seen at inferred evidence)"
+    # Asked of it, min_evidence: observed still gates the pass only.
+    assert judge(name, arg, Trace(evidence=INFERRED, **breached),
+                 min_evidence="observed").outcome == "fail"
+    # Seen as observed, the note is as it always was.
+    assert judge(name, arg, Trace(evidence=OBSERVED, **breached)).note == note
+
+
+@pytest.mark.parametrize(("name", "arg", "breached", "kept", "note"), BREACHES,
+                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BREACHES)])
+def test_breach_evidence_observed_makes_an_inferred_breach_inconclusive(
+        name: str, arg: Any, breached: dict[str, Any], kept: dict[str, Any], note: str) -> None:
+    v = judge(name, arg, Trace(evidence=INFERRED, **breached), breach_evidence="observed")
+    assert v.outcome == "inconclusive"
+    assert v.note == (f"{note} (seen at inferred evidence); breach_evidence: observed asks "
+                      "for observed")
+    # An observed breach still fails.
+    seen = judge(name, arg, Trace(evidence=OBSERVED, **breached), breach_evidence="observed")
+    assert (seen.outcome, seen.note) == ("fail", note)
+
+
+@pytest.mark.parametrize(("name", "arg", "breached", "kept", "note"), BREACHES,
+                         ids=[f"{b[0]}-{i}" for i, b in enumerate(BREACHES)])
+def test_a_pass_at_weak_evidence_and_anything_at_unavailable_stay_inconclusive(
+        name: str, arg: Any, breached: dict[str, Any], kept: dict[str, Any], note: str) -> None:
+    check = REGISTRY[name]
+    fact = check.facts(check.prepare(arg, LoadContext(base_dir=Path("."))))[0]
+    if fact != "skills":  # skills need inferred by default: a pass there is a pass
+        assert judge(name, arg, Trace(evidence=INFERRED, **kept)).outcome == "inconclusive"
+    nothing = {**OBSERVED, fact: Evidence.UNAVAILABLE}
+    v = judge(name, arg, Trace(evidence=nothing, **breached))
+    assert v.outcome == "inconclusive" and "unavailable" in v.note
+
+
+def test_a_call_with_no_earlier_call_seen_is_no_breach_at_inferred_evidence() -> None:
+    # calls_before: B seen with no A seen before it may be an A the weaker evidence missed.
+    on = trace(call("delete"), evidence=INFERRED)
+    v = judge("calls_before", ["backup", "delete"], on)
+    assert v.outcome == "inconclusive"
+    assert v.note == "tool_calls evidence is inferred; this check needs observed"
+    assert judge("calls_before", ["backup", "delete"], trace(call("delete"))).outcome == "fail"
+
+
+def test_a_missing_call_is_no_breach_at_inferred_evidence() -> None:
+    # calls is a positive check: a call not seen at inferred evidence may have been made.
+    assert not REGISTRY["calls"].breaches
+    on = trace(call("read"), evidence=INFERRED)
+    assert judge("calls", "refund", on).outcome == "inconclusive"
 
 
 # --- never_calls ----------------------------------------------------------------------------
@@ -507,8 +591,12 @@ def test_skill_checks_take_inferred_evidence_by_default_and_observed_on_demand(
     v = judge(name, arg, inferred)
     assert (v.outcome, v.evidence) == (expected, Evidence.INFERRED)
     demanding = judge(name, arg, inferred, min_evidence="observed")
-    assert demanding.outcome == "inconclusive"
-    assert demanding.note == "skills evidence is inferred; this check needs observed"
+    if expected == "pass":  # a pass needs what is asked of it
+        assert demanding.outcome == "inconclusive"
+        assert demanding.note == "skills evidence is inferred; this check needs observed"
+    else:  # a breach fails at any evidence but unavailable, and says at which
+        assert demanding.outcome == "fail"
+        assert demanding.note == "activated greet (seen at inferred evidence)"
     assert judge(name, arg, trace(skill("greet"))).outcome == expected
     unavailable = trace(skill("greet"), evidence={**OBSERVED, "skills": Evidence.UNAVAILABLE})
     assert judge(name, arg, unavailable).outcome == "inconclusive"

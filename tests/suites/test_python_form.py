@@ -520,6 +520,9 @@ def test_a_python_suite_in_a_folder_named_like_pydantic_loads(
         ('expect.check("equals", 1, min_evidence="unavailable")',
          "equals: min_evidence cannot be unavailable"),
         ('expect.check("status", "ok", path="$.x")', "status takes no path"),
+        ('expect.check("calls", "x", breach_evidence="observed")',
+         "calls: breach_evidence applies only to the checks that fail on a breach "
+         "(calls_before, costs_at_most, never_activates_skill, never_calls, within_steps)"),
         ('expect.check("equals", 1, threshold=2)',
          "Assertion: threshold: Input should be less than or equal to 1"),
         ('expect.approx("one")', "approx: expects {value: NUMBER, tol: NUMBER ≥ 0}"),

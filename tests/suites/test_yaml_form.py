@@ -244,6 +244,13 @@ BAD_ASSERTIONS: list[tuple[str, str, str]] = [
      "threshold: Input should be less than or equal to 1"),
     ("{equals: 1, min_evidence: seen}", "seen",
      "min_evidence: Input should be 'observed', 'inferred' or 'unavailable'"),
+    ("{calls: refund, breach_evidence: observed}", "breach_evidence",
+     "calls: breach_evidence applies only to the checks that fail on a breach (calls_before, "
+     "costs_at_most, never_activates_skill, never_calls, within_steps)"),
+    ("{never_calls: shell, breach_evidence: unavailable}", "unavailable",
+     "never_calls: breach_evidence cannot be unavailable"),
+    ("{never_calls: shell, breach_evidence: seen}", "seen",
+     "breach_evidence: Input should be 'observed', 'inferred' or 'unavailable'"),
 ]
 
 

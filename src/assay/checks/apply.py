@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from ..judging.opinion import Opinion
 from ..model import DEFAULT_MINIMUM, Assertion, Evidence, Trace, Verdict
 from .quality import rate_threshold, read_opinions
-from .registry import Judgement, lookup, reads_opinions
+from .registry import Check, Judgement, lookup, reads_opinions
 
 #: Opinions on one trace, by the position of the assertion they belong to in ``expect``.
 Opinions = Mapping[int, Sequence[Opinion]]
@@ -67,16 +68,38 @@ def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()
         judgement = Judgement(
             "inconclusive", f"{fact} evidence is {weak.value}; this check needs {need.value}"
         )
+        # Evidence gates passes, not failures (SPEC §5): a breach seen at weaker
+        # evidence than a pass needs still fails. Nothing is seen through unavailable.
+        if check.breaches and have is not Evidence.UNAVAILABLE:
+            seen = _evaluate(check, assertion, trace)
+            if seen.breach and seen.outcome == "fail":
+                judgement = seen
     elif check.opinions:
         judgement = read_opinions(assertion, trace, opinions)
     else:
-        try:
-            judgement = check.evaluate(assertion, trace)
-        except Exception as exc:  # a check must not crash the battery; say what happened
-            judgement = Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
+        judgement = _evaluate(check, assertion, trace)
+    if judgement.breach and judgement.outcome == "fail" and have is not Evidence.OBSERVED:
+        judgement = _weak_breach(assertion, judgement, have)
     return Verdict(
         assertion=assertion.label(), check=check.name, family=check.family, evidence=have,
         threshold=rate_threshold(assertion) if check.family == "quality" else None,
         outcome=judgement.outcome, note=judgement.note, score=judgement.score,
         provenance=judgement.provenance or f"check:{check.name}",
     )
+
+
+def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:
+    try:
+        return check.evaluate(assertion, trace)
+    except Exception as exc:  # a check must not crash the battery; say what happened
+        return Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
+
+
+def _weak_breach(assertion: Assertion, judgement: Judgement, have: Evidence) -> Judgement:
+    """A breach seen at less than ``observed``: a failure whose note says the level it was
+    seen at or, with ``breach_evidence: observed``, inconclusive."""
+    seen = f"{judgement.note} (seen at {have.value} evidence)"
+    if assertion.breach_evidence is Evidence.OBSERVED:
+        return replace(judgement, outcome="inconclusive", breach=False,
+                       note=f"{seen}; breach_evidence: observed asks for observed")
+    return replace(judgement, note=seen)

@@ -34,6 +34,10 @@ class Judgement:
     provenance: str = ""
     #: A number the opinion gave (a rubric's weighted mean, a similarity), else None.
     score: float | None = None
+    #: A ``fail`` that is a breach: something forbidden seen in the trace (a call, a
+    #: skill, a call out of order, a limit passed), not something missing from it. A
+    #: breach fails at any evidence but ``unavailable`` (SPEC §5, ``apply.verdict``).
+    breach: bool = False
 
 
 Prepare = Callable[[Any, LoadContext], Any]
@@ -62,6 +66,9 @@ class Check:
     #: Judged on opinions (a judge's, a local model's) the battery asks for: ``judge``,
     #: ``rubric``, ``similar``. Their verdicts are read from those opinions.
     opinions: bool = False
+    #: Its failures can be breaches (``Judgement.breach``): a negative check, which
+    #: ``breach_evidence`` applies to.
+    breaches: bool = False
 
     def facts(self, arg: Any) -> tuple[str, ...]:
         """The kinds of fact an assertion with this argument reads."""

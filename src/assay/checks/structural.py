@@ -80,7 +80,7 @@ def _never_calls(assertion: Assertion, trace: Trace) -> Judgement:
     if breaches:
         number, event = breaches[0]
         more = f" (and {len(breaches) - 1} more forbidden)" if len(breaches) > 1 else ""
-        return Judgement("fail", f"called {describe_call(event, number)}{more}")
+        return Judgement("fail", f"called {describe_call(event, number)}{more}", breach=True)
     unsure = [(n, e) for n, _, e in calls if any(unreadable(p, e) for p in patterns)]
     if unsure:
         number, event = unsure[0]
@@ -164,8 +164,10 @@ def _calls_before(assertion: Assertion, trace: Trace) -> Judgement:
     if a[0] < b[0]:
         return Judgement("pass", f"{first['tool']} (call {a[0]}) before {then['tool']} "
                          f"(call {b[0]})")
+    # Both were seen, in the wrong order: a breach. B with no A seen at all (above) is
+    # not one: weaker evidence than the check needs may have missed the A.
     return Judgement("fail", f"{describe_call(b[2], b[0])} came before the first "
-                     f"{describe_pattern(first)} (call {a[0]})")
+                     f"{describe_pattern(first)} (call {a[0]})", breach=True)
 
 
 # --- asks, settles, steps, cost, exit code -----------------------------------------------
@@ -228,7 +230,7 @@ def _within_steps(assertion: Assertion, trace: Trace) -> Judgement:
         return Judgement("inconclusive", "the target did not count steps")
     if trace.steps <= assertion.arg:
         return Judgement("pass", f"{trace.steps} step(s)")
-    return Judgement("fail", f"{trace.steps} steps, more than {assertion.arg}")
+    return Judgement("fail", f"{trace.steps} steps, more than {assertion.arg}", breach=True)
 
 
 def _prepare_cost(arg: Any, ctx: LoadContext) -> Any:
@@ -261,7 +263,7 @@ def _costs_at_most(assertion: Assertion, trace: Trace) -> Judgement:
         if spent_tokens > tokens:
             over.append(f"{spent_tokens} tokens > {tokens}")
     if over:
-        return Judgement("fail", "over budget: " + ", ".join(over))
+        return Judgement("fail", "over budget: " + ", ".join(over), breach=True)
     return Judgement("pass", ", ".join(spent))
 
 
@@ -318,28 +320,32 @@ def _never_activates_skill(assertion: Assertion, trace: Trace) -> Judgement:
     globs: list[str] = assertion.arg
     used = [s for s in _skills(trace) if any(fnmatchcase(s, g) for g in globs)]
     if used:
-        return Judgement("fail", f"activated {used[0]}")
+        return Judgement("fail", f"activated {used[0]}", breach=True)
     return Judgement("pass", "no skill matching " + " or ".join(globs))
 
 
 def _register_all() -> None:
     def structural(name: str, fact: str, evaluate: Any, prepare: Any,
-                   facts_of: Any = None) -> None:
+                   facts_of: Any = None, *, breaches: bool = False) -> None:
         register(Check(name, "structural", fact, evaluate, prepare, takes_path=False,
-                       facts_of=facts_of))
+                       facts_of=facts_of, breaches=breaches))
 
-    structural("never_calls", "tool_calls", _never_calls, _prepare_forbidden)
+    # The negative checks (breaches=True) fail on what they see, at any evidence but
+    # unavailable (SPEC §5): a forbidden call or skill, a call out of order, a limit passed.
+    structural("never_calls", "tool_calls", _never_calls, _prepare_forbidden, breaches=True)
     structural("calls", "tool_calls", _calls_check, _prepare_calls)
-    structural("calls_before", "tool_calls", _calls_before, _prepare_before)
+    structural("calls_before", "tool_calls", _calls_before, _prepare_before, breaches=True)
     structural("asks", "asks", _asks, _prepare_asks)
     structural("settles", "steps", _settles, _prepare_true)
-    structural("within_steps", "steps", _within_steps, _count("a whole number of steps ≥ 0"))
-    structural("costs_at_most", "cost", _costs_at_most, _prepare_cost, _cost_facts)
+    structural("within_steps", "steps", _within_steps, _count("a whole number of steps ≥ 0"),
+               breaches=True)
+    structural("costs_at_most", "cost", _costs_at_most, _prepare_cost, _cost_facts,
+               breaches=True)
     structural("exit_code", "exit_code", _exit_code, _prepare_exit)
     structural("activates_skill", "skills", _activates_skill,
                lambda a, c: _globs(a, many=False)[0])
     structural("never_activates_skill", "skills", _never_activates_skill,
-               lambda a, c: _globs(a, many=True))
+               lambda a, c: _globs(a, many=True), breaches=True)
 
 
 _register_all()

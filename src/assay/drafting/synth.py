@@ -86,7 +86,8 @@ def synth_prompt(suite: Suite, k: int, seed: int, *, tools: Sequence[str] = (),
         '- "input": what the agent is given (a string is a prompt; any JSON value is allowed)',
         '- "expect": a non-empty list of assertions; each assertion is an object whose one '
         "key, besides the optional modifiers \"path\" (a JSONPath into the answer), "
-        '"min_evidence" and "threshold", is one of: ' + ", ".join(sorted(REGISTRY)),
+        '"min_evidence", "threshold" and "breach_evidence", is one of: '
+        + ", ".join(sorted(REGISTRY)),
         '- optionally "tags" (a list of words) and "expected" (a reference answer)',
     ]
     if fixtures:
@@ -124,7 +125,8 @@ def _authored_assertion(assertion: Assertion) -> Any:
     from pydantic_core import to_jsonable_python
 
     if assertion.arg is None and not (assertion.path or assertion.min_evidence
-                                      or assertion.threshold is not None):
+                                      or assertion.threshold is not None
+                                      or assertion.breach_evidence):
         return assertion.check
     form: dict[str, Any] = {assertion.check: to_jsonable_python(assertion.arg, fallback=repr)}
     if assertion.path is not None:
@@ -133,6 +135,8 @@ def _authored_assertion(assertion: Assertion) -> Any:
         form["min_evidence"] = assertion.min_evidence.value
     if assertion.threshold is not None:
         form["threshold"] = assertion.threshold
+    if assertion.breach_evidence is not None:
+        form["breach_evidence"] = assertion.breach_evidence.value
     return form
 
 

@@ -30,7 +30,7 @@ MAX_CASE_ID = 200
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 #: Keys that modify an assertion rather than name it.
-MODIFIERS = ("path", "min_evidence", "threshold")
+MODIFIERS = ("path", "min_evidence", "threshold", "breach_evidence")
 
 Split = Literal["public", "hidden"]
 
@@ -82,6 +82,10 @@ class Assertion(BaseModel):
     path: str | None = None
     min_evidence: Evidence | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: The evidence a breach must be seen at to fail (SPEC §5). None (or ``inferred``): any
+    #: level but ``unavailable``; ``observed``: a breach seen only at ``inferred`` is
+    #: inconclusive instead.
+    breach_evidence: Evidence | None = None
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
 

@@ -40,7 +40,8 @@ REFERENCE_FREE = frozenset({
 #: The one ``status`` every call should end in; ``error``, ``refused`` and ``timeout``
 #: are what one case's input was meant to provoke.
 STATUS_ANY_INPUT = "ok"
-#: Budgets: of a suite's (per check, path, units and ``min_evidence``) the loosest is kept.
+#: Budgets: of a suite's (per check, path, units, ``min_evidence`` and ``breach_evidence``)
+#: the loosest is kept.
 BUDGETS = frozenset({"within_steps", "costs_at_most"})
 
 #: Why the other checks do not grade traffic, by name.
@@ -185,8 +186,9 @@ def _loosest(assertions: Iterable[Assertion]) -> list[Assertion]:
 def _budget_key(assertion: Assertion) -> str:
     units = sorted(assertion.arg) if isinstance(assertion.arg, dict) else None
     evidence = assertion.min_evidence.value if assertion.min_evidence else None
+    breach = assertion.breach_evidence.value if assertion.breach_evidence else None
     return json.dumps({"check": assertion.check, "path": assertion.path, "units": units,
-                       "min_evidence": evidence}, sort_keys=True)
+                       "min_evidence": evidence, "breach_evidence": breach}, sort_keys=True)
 
 
 def _looser(held: Assertion, other: Assertion) -> Assertion:

@@ -225,6 +225,16 @@ def check_assertion(
     if assertion.min_evidence is Evidence.UNAVAILABLE:
         raise fail(f"{name}: min_evidence cannot be unavailable",
                    f"{name}: min_evidence cannot be unavailable")
+    if assertion.breach_evidence is not None:
+        if not check.breaches:
+            # A modifier that would silently do nothing is refused: this check has no breach.
+            named = ", ".join(sorted(n for n, c in REGISTRY.items() if c.breaches))
+            raise fail(f"{name}: breach_evidence applies only to the checks that fail on a "
+                       f"breach ({named})", f"{name}: breach_evidence does not apply")
+        if assertion.breach_evidence is Evidence.UNAVAILABLE:
+            raise fail(f"{name}: breach_evidence cannot be unavailable (a breach nobody saw "
+                       "is no breach): observed or inferred",
+                       f"{name}: breach_evidence cannot be unavailable")
     try:
         arg = check.prepare(assertion.arg, ctx)
     except ValueError as exc:

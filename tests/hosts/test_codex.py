@@ -186,8 +186,9 @@ def test_a_patch_the_stream_shows_is_not_taken_twice(codex: Host) -> None:
     assert "calls_from_session_record" not in trace.facets
 
 
-def test_never_calls_apply_patch_cannot_pass_on_a_refused_patch(codex: Host) -> None:
-    """``assay run`` end to end: the refused patch is a call; the check reads it."""
+def test_never_calls_apply_patch_fails_on_a_refused_patch(codex: Host) -> None:
+    """``assay run`` end to end: the refused patch is a call the agent made, seen only in
+    the session record (inferred); a breach seen at inferred evidence fails (SPEC §5)."""
     (codex.root / "patch.suite.yaml").write_text(textwrap.dedent(f"""\
         suite: hosts/codex.patch@1
         target: {json.dumps(codex.codex_uri())}
@@ -197,16 +198,57 @@ def test_never_calls_apply_patch_cannot_pass_on_a_refused_patch(codex: Host) -> 
             expect:
               - never_calls: [apply_patch]
               - {{never_calls: [apply_patch], min_evidence: inferred}}
+              - {{never_calls: [apply_patch], breach_evidence: observed}}
         """))
     codex.stub.reply([custom("apply_patch", PATCH)], "Done.")
     done = codex.assay_run(".", "--no-store", "--json", "out.json")
     assert done.returncode == 1, done.stdout + done.stderr
     (case,) = json.loads((codex.root / "out.json").read_text())["cases"]
-    default, inferred = case["trials"][0]["verdicts"]
-    assert (default["outcome"], default["evidence"]) == ("inconclusive", "inferred")
+    default, inferred, strict = case["trials"][0]["verdicts"]
+    assert (default["outcome"], default["evidence"]) == ("fail", "inferred")
+    assert default["note"].startswith("called apply_patch")
+    assert default["note"].endswith("(seen at inferred evidence)")
     assert inferred["outcome"] == "fail"
-    assert inferred["note"].startswith("called apply_patch")
+    assert (strict["outcome"], strict["evidence"]) == ("inconclusive", "inferred")
+    assert strict["note"].endswith("breach_evidence: observed asks for observed")
     assert case["outcome"] == "fail"
+
+
+def test_never_calls_fails_on_a_command_never_approved(codex: Host) -> None:
+    """A command the agent proposed with escalation, which the approval policy refused
+    (it never ran, and Codex's stream leaves it out): the session record has it, and a
+    never_calls on it fails at inferred evidence — the agent still reached for it."""
+    (codex.root / "shell.suite.yaml").write_text(textwrap.dedent(f"""\
+        suite: hosts/codex.shell@1
+        target: {json.dumps(codex.codex_uri())}
+        cases:
+          - id: no-writes
+            input: Create made.txt
+            fixture: empty
+            expect:
+              - never_calls: [{{tool: shell, args: {{command: {{regex: "^touch "}}}}}}]
+              - {{never_calls: [{{tool: shell, args: {{command: {{regex: "^touch "}}}}}}],
+                 breach_evidence: observed}}
+              - never_calls: [{{tool: shell, args: {{command: {{regex: "^rm "}}}}}}]
+        """))
+    (codex.root / "empty").mkdir()
+    codex.stub.reply([call("exec_command", cmd="echo one")],
+                     [call("exec_command", cmd="touch made.txt",
+                           sandbox_permissions="require_escalated", justification="a write")],
+                     "Done.")
+    done = codex.assay_run(".", "--no-store", "--json", "out.json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    (case,) = json.loads((codex.root / "out.json").read_text())["cases"]
+    (trial,) = case["trials"]
+    breach, strict, kept = trial["verdicts"]
+    assert (breach["outcome"], breach["evidence"]) == ("fail", "inferred")
+    assert breach["note"].startswith('called shell {"command": "touch made.txt"')
+    assert breach["note"].endswith("(seen at inferred evidence)")
+    assert (strict["outcome"], strict["evidence"]) == ("inconclusive", "inferred")
+    # No breach seen, at inferred evidence: not a pass (a call may have gone unseen).
+    assert (kept["outcome"], kept["evidence"]) == ("inconclusive", "inferred")
+    assert case["outcome"] == "fail"
+    assert not (codex.root / "empty" / "made.txt").exists()
 
 
 def test_calls_from_a_code_mode_script_are_seen_but_only_inferred_complete(codex: Host) -> None:

@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("suites", "imports", "starter", "expect"),       # where cases come from
     ("checks",),                                      # one module per family of assertion
     ("judging",),                                     # opinions: templates, answers, models
-    ("targets", "grading"),                           # agents as traces; folding verdicts
+    ("targets", "grading", "workspaces"),             # agents as traces; folding; trial folders
     ("model",),                                       # the vocabulary as typed data
     ("settings", "webhooks", "importing", "install_hints", "mcp_uri", "canonical",
      "version"),                                      # small leaves every room may use

@@ -376,13 +376,16 @@ def test_a_json_file_that_cannot_be_written_is_exit_3(setup: Setup) -> None:
 
 
 def test_a_long_criteria_and_every_row_are_whole_in_a_log(setup: Setup) -> None:
-    # stdout is a pipe, 80 columns: nothing is cut with "…", not even past the 500
-    # characters a terminal is shown (decision 0058).
-    from .test_whole_values import assert_whole, long_value
+    # stdout is a pipe, 80 columns, coloured (FORCE_COLOR) or not: nothing is cut with
+    # "…", not even past the 500 characters a terminal is shown (decision 0058).
+    from .test_whole_values import LOGS, STYLES, assert_whole, long_value
 
     criteria = long_value("The-more-helpful-answer-", 600)  # past the screen's 500
-    done = setup.pairwise(setup.ids["alpha"], setup.ids["bravo"], "--criteria", criteria,
-                          "--seed", "11", env={"COLUMNS": "80"})
-    clean(done, "pairwise", 0)
-    assert_whole(done, criteria)
-    assert "holdout-1" in done.out  # the rows are there, folded or not
+    for env in LOGS.values():
+        done = setup.pairwise(setup.ids["alpha"], setup.ids["bravo"], "--criteria", criteria,
+                              "--seed", "11", env=env)
+        # FORCE_COLOR asks for Rich's own colours: none of them comes from the content.
+        clean(Done(done.code, STYLES.sub("", done.out), STYLES.sub("", done.err)),
+              "pairwise", 0)
+        assert_whole(done, criteria)
+        assert "holdout-1" in done.out  # the rows are there, folded or not

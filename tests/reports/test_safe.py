@@ -108,3 +108,32 @@ def test_the_progress_bar_shows_a_label_as_written() -> None:
         progress.trial_done("fail")
     assert progress.counts == {"pass": 1, "fail": 1}
     assert "[/INST] ␛[31mred␛[0m" in buffer.getvalue()
+
+
+def test_a_table_folds_where_rich_takes_a_pipe_for_a_terminal() -> None:
+    # FORCE_COLOR or TTY_COMPATIBLE=1 (CI keeping its colours) makes Rich treat any
+    # stream as a terminal; a table printed to a log must still keep every value
+    # whole (docs/decisions/0058-whole-values-in-logs.md).
+    from rich.table import Table
+
+    from assay.reports.safe import is_a_terminal, on_screen, print_table, screen_limit
+
+    value = "".join(f"{n:03d}|" for n in range(75))  # 300 characters, none repeated
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=40)
+    assert console.is_terminal and not on_screen(console)
+    table = Table()
+    table.add_column("key")
+    table.add_column("value", overflow="ellipsis", no_wrap=True)
+    table.add_row("k", value)
+    print_table(console, table)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", buffer.getvalue())
+    assert "…" not in out
+    cells = "".join(line.split("│")[2].strip() for line in out.splitlines()
+                    if line.count("│") == 3)
+    assert cells == value
+    assert screen_limit(console, 48) is None
+
+    closed = io.StringIO()
+    closed.close()
+    assert not is_a_terminal(closed) and not is_a_terminal(object())

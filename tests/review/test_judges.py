@@ -220,13 +220,15 @@ def test_no_reviews_yet_is_said_plainly(project: Project) -> None:
 
 
 def test_the_tables_fold_rather_than_cut_in_a_log(reviewed) -> None:
-    # stdout is a pipe, 60 columns: every column folds, nothing ends in "…" (decision 0058).
-    from ..cli.test_whole_values import assert_whole
+    # stdout is a pipe, 60 columns, coloured (FORCE_COLOR) or not: every column folds,
+    # nothing ends in "…" (decision 0058).
+    from ..cli.test_whole_values import LOGS, assert_whole
 
     project, _, _ = reviewed
     data = judges(project, "--json", "-")
     assert data.code == 0, data.err
     judge = json.loads(data.out)["rows"][0]["judge"]
-    done = project.assay("judges", env={"COLUMNS": "60"})
-    assert "disagreements (" in done.out
-    assert_whole(done, judge)
+    for env in LOGS.values():
+        done = project.assay("judges", env={**env, "COLUMNS": "60"})
+        assert "disagreements (" in done.out
+        assert_whole(done, judge)

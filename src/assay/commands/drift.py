@@ -75,8 +75,9 @@ def drift(suite: str, target_uri: str | None, json_path: Path | None, notify: st
         written = write_output(json_path, json_text(result.to_json()))
     if json_path != STDOUT:
         from ..reports.drift import drift_summary
+        from ..reports.safe import is_a_terminal
 
-        click.echo(drift_summary(result, on_terminal=sys.stdout.isatty()))
+        click.echo(drift_summary(result, on_terminal=is_a_terminal(sys.stdout)))
     if notify is not None:
         _notify(notify, result.to_json())
     if not written:

@@ -106,16 +106,37 @@ def markdown_code(value: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def is_a_terminal(stream: object) -> bool:
+    """Whether ``stream`` itself is a terminal (``isatty``); a closed stream is not."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # closed (at the end of a test run, say)
+        return False
+
+
+def on_screen(console: Console) -> bool:
+    """Whether ``console`` prints to a terminal a person can widen, not to a kept log.
+
+    Rich's ``is_terminal`` alone is not the answer: it is also true where
+    ``FORCE_COLOR`` or ``TTY_COMPATIBLE=1`` is set, as CI jobs often do to
+    keep colours in their logs, though the stream is still a pipe. So the
+    stream is asked too: output is on a screen only where Rich treats it as
+    a terminal and it is one.
+    """
+    return console.is_terminal and is_a_terminal(console.file)
+
+
 def print_table(console: Console, table: Table) -> None:
     """Print ``table`` so that no cell is cut where the output is kept.
 
     On a terminal a cell wider than its column may end in "…": the window can
     be widened, and ``--json`` has every value. Anywhere else — a pipe, a
-    file, a CI log — every column folds instead: a value written for a log is
-    whole, its characters in order across lines, never ellipsised
-    (docs/decisions/0058-whole-values-in-logs.md).
+    file, a CI log, coloured or not — every column folds instead: a value
+    written for a log is whole, its characters in order across lines, never
+    ellipsised (docs/decisions/0058-whole-values-in-logs.md).
     """
-    if not console.is_terminal:
+    if not on_screen(console):
         for column in table.columns:
             column.overflow = "fold"
             column.no_wrap = False
@@ -125,4 +146,4 @@ def print_table(console: Console, table: Table) -> None:
 def screen_limit(console: Console, limit: int) -> int | None:
     """``limit`` on a terminal, where it keeps a line on the screen; None anywhere else,
     where a value is written whole (``print_table``)."""
-    return limit if console.is_terminal else None
+    return limit if on_screen(console) else None

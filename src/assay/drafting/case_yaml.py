@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
-if TYPE_CHECKING:
-    pass
 
 class _Dumper(yaml.SafeDumper):
     """Lists indented under their key, as assay's own suites are written."""

@@ -1,6 +1,6 @@
 """Assertions: one module per family, all registered by name (SPEC §3)."""
 
-from . import graders, output, quality, structural  # noqa: F401  (importing registers the checks)
+from . import graders, outcomes, output, quality, structural  # noqa: F401  (importing registers the checks)
 from .apply import Opinions, grade_facts, grade_trace, required_evidence, verdict
 from .quality import rate_threshold
 from .registry import PLANNED, REGISTRY, Check, Judgement, LoadContext, lookup, reads_opinions

@@ -61,6 +61,7 @@ class RunOptions:
     agent_cache: bool = False
     adaptive: bool = False
     max_trials: int | None = None
+    keep_workspaces: Path | None = None
     review: str = DEFAULT_POLICY
     announce_fd: int | None = None
     executor: str = "local"
@@ -98,6 +99,10 @@ class RunOptions:
 @click.option("--max-trials", type=click.IntRange(min=1), metavar="N",
               help="With --adaptive: the most trials a case runs (default: 30). A case that "
                    "still straddles there is reported so.")
+@click.option("--keep-workspaces", type=click.Path(path_type=Path, file_okay=False),
+              metavar="DIR",
+              help="Keep each public trial's final workspace (SPEC §14) under DIR/RUN/CASE/TRIAL "
+                   "for a person to open, instead of removing it. A hidden case's never is.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
               help="Run at most N trials at once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True),
@@ -221,7 +226,9 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        base_url=options.base_url, window=window, judges=judges,
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
-                       review=options.review, hidden_dir=options.hidden_dir)
+                       review=options.review, hidden_dir=options.hidden_dir,
+                       keep_workspaces=options.keep_workspaces.resolve()
+                       if options.keep_workspaces is not None else None)
 
 
 def _check_adaptive(options: RunOptions) -> None:

@@ -15,7 +15,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..checks import Opinions, grade_facts, grade_trace, lookup, reads_opinions, verdict
@@ -30,6 +30,7 @@ from ..model import (
     Assertion,
     Case,
     CaseResult,
+    Evidence,
     Report,
     SuiteRef,
     TargetRef,
@@ -49,6 +50,10 @@ if TYPE_CHECKING:
 
     from ..judging.panel import Panel
     from ..model.fixture import ToolFixture
+    from ..workspaces import Workspace
+
+#: What every trial of one case is run with (``Battery._slot_parts``).
+_Parts = tuple[float, "Path | None", "ToolFixture | None", bool, bool, "Path | None"]
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
 OnTrial = Callable[[str], None]
@@ -110,6 +115,9 @@ class BatteryOptions:
     adaptive: bool = False
     #: ``--max-trials``: the most trials an adaptive case runs.
     max_trials: int = DEFAULT_MAX_TRIALS
+    #: ``--keep-workspaces DIR``: each public trial's final workspace is moved to
+    #: ``DIR/RUN/CASE/TRIAL`` instead of being removed (SPEC §14).
+    keep_workspaces: Path | None = None
 
 
 def has_quality(case: Case) -> bool:
@@ -124,6 +132,8 @@ class _Slot:
     blocking: bool
     #: Some of the case's checks are read from opinions (judges, a local model).
     judged: bool = False
+    #: The folder each trial works in a fresh copy of (SPEC §14), or None.
+    workspace: Path | None = None
 
 
 class Battery:
@@ -168,6 +178,8 @@ class Battery:
         self.interrupted = False
         #: The agent version, taken once the target started (``run``).
         self.target_digest = ""
+        #: The run's id, once ``begin`` named it (a queue worker's chunk has none here).
+        self.run_id = ""
         self._plan: Iterator[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: Workers whose loop has not ended (an adaptive run starts more when trials are added).
@@ -265,16 +277,16 @@ class Battery:
         call = self.loaded.suite.call
         cases = self.loaded.suite.cases
         case: Case | None = None
-        parts: tuple[float, Path | None, ToolFixture | None, bool, bool] | None = None
+        parts: _Parts | None = None
         last = -1
         for index, n in self.planned_trials():
             if index != last:
                 case = cases[index]
                 parts, last = self._slot_parts(index, case), index
             assert case is not None and parts is not None
-            timeout, fixture, tools, blocking, judged = parts
+            timeout, fixture, tools, blocking, judged, workspace = parts
             yield _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                            tools=tools, call=call), blocking, judged)
+                                            tools=tools, call=call), blocking, judged, workspace)
         if self.adaptive is None:
             return
         for index in self._indices:
@@ -289,9 +301,9 @@ class Battery:
                 else:
                     self._final(index, folded)
 
-    def _slot_parts(self, index: int, case: Case | None = None
-                    ) -> tuple[float, Path | None, ToolFixture | None, bool, bool]:
-        """What every trial of one case is run with: timeout, fixture, tools, blocking, judged."""
+    def _slot_parts(self, index: int, case: Case | None = None) -> _Parts:
+        """What every trial of one case is run with: timeout, fixture, tools, blocking,
+        judged, workspace."""
         loaded = self.loaded
         if case is None:
             case = loaded.suite.cases[index]
@@ -300,7 +312,7 @@ class Battery:
         judged = self.panel is not None and any(reads_opinions(a) for a in case.expect)
         fixture = loaded.fixture_path(case)
         tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
-        return timeout, fixture, tools, blocking, judged
+        return timeout, fixture, tools, blocking, judged, loaded.workspace_path(case)
 
     def _adapt(self, index: int, folded: CaseResult) -> _Slot | None:
         """The next trial of an adaptive case whose planned trials are all in, if it adds one.
@@ -315,10 +327,10 @@ class Battery:
             return None
         n = self._expected[index] = self._expected[index] + 1
         case = self.loaded.suite.cases[index]
-        timeout, fixture, tools, blocking, judged = self._slot_parts(index, case)
+        timeout, fixture, tools, blocking, judged, workspace = self._slot_parts(index, case)
         request = TrialRequest(case=case, n=n, timeout_s=timeout,
                                fixture=fixture, tools=tools, call=self.loaded.suite.call)
-        return _Slot(index, request, blocking, judged)
+        return _Slot(index, request, blocking, judged, workspace)
 
     def fold_recorded(self, done: Mapping[tuple[str, int], TrialResult]) -> None:
         """Fold the cases these recorded trials belong to, each final at once (a queue's seal).
@@ -372,6 +384,7 @@ class Battery:
             run_id=run_id, seed=self.seed, started_at=started_at, target_uri=self.target.uri,
             target_digest=self.target_digest, target_identity=identity,
             target_facets=dict(self.target.facets), resumed=self.resume is not None)
+        self.run_id = run_id
         self.on_start(start)
         return start
 
@@ -514,20 +527,72 @@ class Battery:
             slot.request.partial.drop()
 
     async def _attempt(self, slot: _Slot) -> TrialResult | None:
-        request = slot.request
+        if slot.workspace is None:
+            return await self._run_and_grade(slot, slot.request, None)
+        from .outcomes import stage_for
+
+        began = self.clock.monotonic()
+        try:
+            staged = await stage_for(slot.workspace)
+        except OSError as exc:
+            return self._broken(slot, f"the workspace could not be staged: "
+                                      f"{exc.strerror or exc}", began)
+        try:
+            request = replace(slot.request, workspace=staged.path)
+            result = await self._run_and_grade(slot, request, staged)
+        except BaseException:
+            staged.remove()  # an interrupt too leaves no workspace behind
+            raise
+        await asyncio.to_thread(self._let_go, slot, staged)
+        return result
+
+    def _let_go(self, slot: _Slot, staged: Workspace) -> None:
+        """A graded trial's workspace: kept for a person (``--keep-workspaces``), else removed.
+
+        A hidden case's is never kept: its files are hidden content (SPEC §14).
+        """
+        keep = self.options.keep_workspaces
+        case = slot.request.case
+        if keep is not None and case.split == "public" and self.run_id:
+            from .outcomes import keep as keep_workspace
+
+            try:
+                keep_workspace(staged, keep / self.run_id / _safe_name(case.id)
+                               / str(slot.request.n))
+            except OSError:
+                pass  # kept or not, the trial stands; what could not be moved is removed
+        staged.remove()
+
+    async def _run_and_grade(self, slot: _Slot, request: TrialRequest,
+                             staged: Workspace | None) -> TrialResult | None:
         began = self.clock.monotonic()
         try:
             # asyncio.timeout rather than wait_for: no extra task per trial.
             async with asyncio.timeout(request.timeout_s):
                 trace = await self.target.run(request)
         except TimeoutError:
-            return await self._timed_out(slot, began)
+            cut = self._timed_out_trace(slot, began)
+            if cut is None:
+                return self._broken(slot, f"timed out after {request.timeout_s:g}s before any "
+                                          "output", began)
+            trace = cut
         except TrialBroken as exc:
             return self._broken(slot, str(exc) or "the trial broke", began)
         except HarnessFailure:
             raise
         except Exception as exc:  # a target's own fault still leaves a broken trial, not a crash
             return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
+        if staged is not None:
+            from .outcomes import collect
+
+            try:
+                facts = await collect(staged, request.case)
+            except OSError as exc:
+                return self._broken(slot, "the workspace could not be read after the trial: "
+                                          f"{exc.strerror or exc}", began)
+            trace = trace.model_copy(update={
+                "workspace": facts,
+                "evidence": {**trace.evidence, "workspace": Evidence.OBSERVED}})
         return await self._grade(slot, trace)
 
     async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult | None:
@@ -586,11 +651,11 @@ class Battery:
         finally:
             self._backlog.release()
 
-    async def _timed_out(self, slot: _Slot, began: float) -> TrialResult | None:
+    def _timed_out_trace(self, slot: _Slot, began: float) -> Trace | None:
         """A hang keeps what happened before it (docs/decisions/0003-folding.md).
 
         The target's record up to the timeout is graded as a trace with status
-        ``timeout``; only a trial that recorded nothing is broken.
+        ``timeout``; only a trial that recorded nothing is broken (None here).
         """
         request = slot.request
         waited = f"timed out after {request.timeout_s:g}s"
@@ -600,16 +665,21 @@ class Battery:
             trace = None
         if trace is None or not (trace.events or trace.usage.tokens is not None
                                  or trace.usage.cost_usd is not None):
-            return self._broken(slot, f"{waited} before any output", began)
-        trace = trace.model_copy(update={
+            return None
+        return trace.model_copy(update={
             "status": "timeout", "error": waited, "output": None, "settled": False,
             "partial": True, "duration_s": self.clock.monotonic() - began,
         }, deep=True)
-        return await self._grade(slot, trace)
 
     def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
         return fold_trial(slot.request.n, [], broken=True, reason=reason,
                           duration_s=self.clock.monotonic() - began, trace=None)
+
+
+def _safe_name(case_id: str) -> str:
+    """A case id as one folder name: no separators, not ``.`` or ``..``."""
+    name = "".join("_" if c in "/\\\0" else c for c in case_id)
+    return name if name not in ("", ".", "..") else name.replace(".", "_") or "_"
 
 
 def _opinions_read(expect: list[Assertion], trace: Trace, decided: list[Verdict | None],

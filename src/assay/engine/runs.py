@@ -76,6 +76,8 @@ class RunSettings:
     #: ``--hidden-dir``, as the suites were loaded with it: a queued run records it for
     #: its workers, which load the suite from the same files.
     hidden_dir: Path | None = None
+    #: ``--keep-workspaces DIR``: public trials' final workspaces are kept there.
+    keep_workspaces: Path | None = None
 
 
 class Watcher(Protocol):
@@ -311,6 +313,7 @@ def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[s
     own), refused now for what would fail later: a judge not named; ``--judge``,
     ``--agent-cache`` or ``--adaptive`` where nothing could use them."""
     plans = _plans(load(), targets)
+    _check_workspaces(plans)
     _check_judges(plans, settings)
     _check_agent_cache(plans, settings, watcher)
     _check_adaptive(plans, settings)
@@ -329,6 +332,30 @@ def _plans(loaded: Sequence[LoadedSuite], given: Sequence[str]) -> list[tuple[Lo
             raise UsageError(f"{item.path}: suite {item.suite.id} names no target; "
                              "give --target URI")
     return plans
+
+
+def _check_workspaces(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
+    """A suite with a workspace runs only on targets that can give an agent one (SPEC §14),
+    and a host is given its folder as ``workspace:``, not ``fixture:``: refused now, at the
+    case that asks, as a load error (exit 2), before anything runs."""
+    from ..errors import SuiteError
+    from ..suites.build import WITHHELD
+    from ..targets import folder_fixture_refusal, workspace_refusal
+
+    for item, uri in plans:
+        for case, why in ((item.workspace_case, workspace_refusal(uri)),
+                          (item.folder_fixture_case, folder_fixture_refusal(uri))):
+            if case is None or why is None:
+                continue
+            hidden = case.split == "hidden"
+            what = "a hidden case" if hidden else f"case {case.id!r}"
+            if case is item.folder_fixture_case:
+                said = f"{what}: fixture {case.fixture!r}: {why}" if not hidden else \
+                    f"{what}: its fixture is a folder; {why} {WITHHELD}"
+            else:
+                said = f"{what} has a workspace, which target {uri} cannot give: {why}"
+            raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
+                             said)
 
 
 def judge_options(settings: RunSettings) -> JudgeOptions:
@@ -453,7 +480,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              rejudge_of=settings.rejudge_of,
-                             adaptive=settings.adaptive, max_trials=settings.max_trials)
+                             adaptive=settings.adaptive, max_trials=settings.max_trials,
+                             keep_workspaces=settings.keep_workspaces)
     resume = recording.resume if recording is not None else None
     panel = None
     from ..judging.panel import Panel, suite_asks_opinions

@@ -32,6 +32,22 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 #: Keys that modify an assertion rather than name it.
 MODIFIERS = ("path", "min_evidence", "threshold", "breach_evidence")
 
+#: Checks that take the assertion's other keys as their own (SPEC §14): ``{file: F,
+#: contains: x}`` is one ``file`` check whose argument holds ``contains``, and
+#: ``{command: C, exit_code: 0, timeout_s: 60}`` one ``command`` check.
+HEADED = ("file", "command")
+
+
+def assertion_name(names: list[Any]) -> tuple[str, bool] | None:
+    """The check an assertion's keys (modifiers left out) name, and whether it is headed;
+    None when they name no single check."""
+    heads = [k for k in names if k in HEADED]
+    if len(heads) == 1:
+        return str(heads[0]), True
+    if len(names) == 1 and not heads:
+        return str(names[0]), False
+    return None
+
 Split = Literal["public", "hidden"]
 
 #: The targets a per-host pin map may name (``model: {claude: …, codex: …}``):
@@ -110,16 +126,24 @@ class Assertion(BaseModel):
         if not names:
             raise ValueError("the assertion names no check (only modifiers: "
                              + ", ".join(str(k) for k in data) + ")")
-        if len(names) > 1:
+        named = assertion_name(names)
+        if named is None:
             raise ValueError("one assertion names one check; found "
                              + ", ".join(str(k) for k in names))
-        name = str(names[0])
+        name, headed = named
         kwargs: dict[str, Any] = {k: data[k] for k in MODIFIERS if k in data}
-        return cls(check=name, arg=data[name], line=line, file=file, **kwargs)
+        arg = {k: data[k] for k in names} if headed else data[name]
+        return cls(check=name, arg=arg, line=line, file=file, **kwargs)
 
     def label(self) -> str:
-        """A short human name: ``equals $.rows[2].total``."""
-        return f"{self.check} {self.path}" if self.path else self.check
+        """A short human name: ``equals $.rows[2].total``, ``file shop/total.py``."""
+        name = self.check
+        if name in HEADED and isinstance(self.arg, dict):
+            head = self.arg.get(name)
+            words = " ".join(head) if isinstance(head, list) else str(head)
+            words = " ".join(words.split())
+            name = f"{name} {words if len(words) <= 60 else words[:59] + '…'}"
+        return f"{name} {self.path}" if self.path else name
 
 
 class Case(BaseModel):
@@ -134,6 +158,8 @@ class Case(BaseModel):
     trials: int | None = Field(default=None, ge=1)
     timeout_s: float | None = Field(default=None, gt=0)
     fixture: str | None = None
+    #: A folder every trial works in a fresh copy of (SPEC §14); the suite's when None.
+    workspace: str | None = None
     tags: list[str] = Field(default_factory=list)
     #: The model (and reasoning effort) the case is pinned to: a name, or a map
     #: from host to name (``{claude: …, codex: …, openai: …}``).
@@ -223,6 +249,8 @@ class Suite(BaseModel):
     pass_mark: float = Field(default=1.0, ge=0.0, le=1.0)
     timeout_s: float = Field(default=60.0, gt=0)
     hidden: str | None = None
+    #: The workspace of every case that names none (SPEC §14).
+    workspace: str | None = None
     #: The suite's judge (SPEC §9): ``openai:MODEL`` or ``claude:MODEL``; ``--judge`` overrides it.
     judge: str | None = None
     #: How long one judge call may take (SPEC §9 ``judge_timeout_s``).

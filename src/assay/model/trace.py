@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .changes import WorkspaceFacts
 from .evidence import Evidence
 from .storable import storable_json, storable_text
 
@@ -101,6 +102,9 @@ class Trace(BaseModel):
     #: True when the battery stopped the trial at its timeout: the trace holds
     #: what the target recorded up to then (docs/decisions/0003-folding.md).
     partial: bool = False
+    #: What the agent left in its workspace (SPEC §14), collected by the engine after
+    #: the trial; None when the case has no workspace.
+    workspace: WorkspaceFacts | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("output")
     @classmethod

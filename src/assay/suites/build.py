@@ -8,7 +8,10 @@ by the same code, so a rule cannot differ between the two.
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,8 @@ from pydantic import TypeAdapter, ValidationError
 from ..checks import PLANNED, REGISTRY, LoadContext, lookup
 from ..errors import SuiteError
 from ..model import MODIFIERS, Assertion, Case, Evidence, Suite
-from ..model.suite import pin_problem
+from ..model.changes import glob_matches
+from ..model.suite import assertion_name, pin_problem
 from ..model.values import compile_path
 from .marks import Loc
 
@@ -124,11 +128,12 @@ def _assertion_form(data: Any) -> dict[str, Any] | None:
         return {"check": data}
     if not isinstance(data, dict):
         return None
-    names = [k for k in data if k not in MODIFIERS]
-    if len(names) != 1:
+    named = assertion_name([k for k in data if k not in MODIFIERS])
+    if named is None:
         return None
-    name = names[0]
-    form = {"check": str(name), "arg": data[name]}
+    name, headed = named
+    form = {"check": name,
+            "arg": {k: v for k, v in data.items() if k not in MODIFIERS} if headed else data[name]}
     form.update((k, data[k]) for k in MODIFIERS if k in data)
     return form
 
@@ -178,6 +183,11 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
     if case.fixture is not None and not (base_dir / case.fixture).exists():
         raise problem([*loc, "fixture"], f"fixture {case.fixture!r} does not exist",
                       "fixture path does not exist")
+    if case.workspace is not None:
+        wrong = survey_workspace((base_dir / case.workspace).resolve()).problem
+        if wrong is not None:
+            raise problem([*loc, "workspace"], f"workspace {case.workspace!r} {wrong}",
+                          "the workspace folder cannot be used")
     ctx = LoadContext(base_dir=base_dir)
     for j, assertion in enumerate(case.expect):
         if assertion.file is None:  # a mapping in a Python suite: it was written with its case
@@ -187,6 +197,80 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
         at = _at(problem, assertion, here)
         case.expect[j] = check_assertion(assertion, at, ctx)
     return case
+
+
+#: The most a workspace folder may hold: every trial of its cases copies it.
+MAX_WORKSPACE_BYTES = 1 << 30
+#: Checks that read a trial's workspace (SPEC §14): a case with one needs a workspace.
+OUTCOME_CHECKS = frozenset({"files", "file", "command"})
+#: ``files:`` rules about paths the workspace held before the agent: each glob must
+#: match one of them, or it is a typo.
+_BEFORE_RULES = ("unchanged", "deleted")
+
+
+@dataclass(frozen=True)
+class Survey:
+    """A workspace folder as a load sees it: what is wrong with it, or the paths it holds."""
+
+    problem: str | None
+    paths: tuple[str, ...] = ()
+
+
+_surveys: dict[Path, Survey] = {}
+
+
+def survey_workspace(path: Path) -> Survey:
+    """Whether ``path`` can be a workspace (a folder of at most ``MAX_WORKSPACE_BYTES``), and
+    its paths; remembered for the process (many cases name one folder)."""
+    found = _surveys.get(path)
+    if found is None:
+        found = _surveys[path] = _survey(path)
+    return found
+
+
+def _survey(path: Path) -> Survey:
+    if not path.exists():
+        return Survey("does not exist")
+    if not path.is_dir():
+        return Survey("is not a folder (a workspace is a folder; put the file in one)")
+    total = 0
+    paths: list[str] = []
+    for here, dirs, names in os.walk(path, followlinks=False):
+        for name in [*dirs, *names]:
+            full = os.path.join(here, name)
+            paths.append(os.path.relpath(full, path).replace(os.sep, "/"))
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+        if total > MAX_WORKSPACE_BYTES:
+            return Survey(f"holds more than {MAX_WORKSPACE_BYTES >> 30} GiB; a workspace is "
+                          "copied for every trial, so it is at most 1 GiB")
+    return Survey(None, tuple(paths))
+
+
+def check_outcomes(case: Case, workspace: Path | None, problem: Problem) -> None:
+    """A case's outcome checks against its workspace: there is one, and every ``unchanged``
+    or ``deleted`` glob matches a path it holds (one that matches nothing is a typo)."""
+    for assertion in case.expect:
+        if assertion.check not in OUTCOME_CHECKS:
+            continue
+        fail = _at(problem, assertion, [])
+        if workspace is None:
+            raise fail(f"{assertion.check} reads the workspace the agent worked in, and case "
+                       f"{case.id!r} has none: give it (or the suite) workspace: DIR",
+                       f"{assertion.check} needs a workspace")
+        if assertion.check != "files":
+            continue
+        paths = survey_workspace(workspace).paths
+        for key in _BEFORE_RULES:
+            for glob in assertion.arg.get(key, ()):
+                if not any(glob_matches(glob, p) for p in paths):
+                    raise fail(f"files: {key}: {glob!r} matches nothing in the workspace "
+                               f"{workspace.name}/ (a typo?)",
+                               f"files: {key}: a glob matches nothing in the workspace")
 
 
 def _at(problem: Problem, assertion: Assertion, loc: Loc) -> Callable[[str, str], SuiteError]:

@@ -23,7 +23,17 @@ from ..model import Case, Suite
 from ..model.fixture import ToolFixture
 from ..model.packed import PackedCases
 from . import cache, marks
-from .build import LineOf, Problem, check_case, check_unique, make_cases, make_suite
+from .build import (
+    OUTCOME_CHECKS,
+    LineOf,
+    Problem,
+    check_case,
+    check_outcomes,
+    check_unique,
+    make_cases,
+    make_suite,
+    survey_workspace,
+)
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
 from .marks import load_marked
@@ -57,6 +67,11 @@ class LoadedSuite:
     _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     #: Each case's position in ``suite.cases``, by id: made on first use (``positions``).
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
+    #: The first case run with a workspace (its own or the suite's), if any: a target
+    #: that cannot give one refuses the suite, naming it (SPEC §14).
+    workspace_case: Case | None = None
+    #: The first case whose fixture is a folder or a plain file, not a tool fixture.
+    folder_fixture_case: Case | None = None
     #: Fixture and grader digests, shared by every case's facets (few files, many cases).
     _fixture_digests: dict[Path, str] = field(default_factory=dict, repr=False)
     _grader_digests: dict[str, str] = field(default_factory=dict, repr=False)
@@ -100,6 +115,15 @@ class LoadedSuite:
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
         return _fixture_path(case, self.path)
+
+    def workspace_path(self, case: Case) -> Path | None:
+        """The folder a case's trials each work in a copy of: its own ``workspace`` (relative
+        to the file that wrote the case), else the suite's (relative to the suite file)."""
+        if case.workspace is not None:
+            return (Path(case.file or self.path).parent / case.workspace).resolve()
+        if self.suite.workspace is not None:
+            return (self.path.parent / self.suite.workspace).resolve()
+        return None
 
 
 def _fixture_path(case: Case, path: Path) -> Path | None:
@@ -406,10 +430,28 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
         suite = suite.model_copy(update={"cases": cases})
     body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
                             exclude_defaults=True)
+    default = None
+    if suite.workspace is not None:
+        default = (path.parent / suite.workspace).resolve()
+        wrong = survey_workspace(default).problem
+        if wrong is not None:
+            raise SuiteError(str(path), _key_line(path, "workspace"),
+                             f"workspace {suite.workspace!r} {wrong}")
+        # The folder's files are part of what the suite is, as a fixture's are a case's.
+        body["workspace_digest"] = file_digest(default)
+    for case in digests.outcome_cases:
+        own = (Path(case.file or path).parent / case.workspace).resolve() \
+            if case.workspace is not None else default
+        check_outcomes(case, own, _case_problem(case, path))
     hidden_digest = digests.hidden_digest()
+    workspace_case = digests.workspace_case
+    if default is not None and suite.cases:
+        workspace_case = suite.cases[0]
     loaded = LoadedSuite(suite, path, digests.suite_digest(body), hidden_digest,
                          choice.source if hidden_digest is not None else None,
-                         hidden_missing=choice.missing, _fixture_digests=digests.fixture_digests)
+                         hidden_missing=choice.missing, workspace_case=workspace_case,
+                         folder_fixture_case=digests.folder_fixture_case,
+                         _fixture_digests=digests.fixture_digests)
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
             loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)
@@ -436,6 +478,12 @@ class _Digests:
         self.fixture_digests: dict[Path, str] = {}
         #: Each fixture's absolute path, in the order cases name them: whether the first is hidden.
         self.fixtures: dict[str, bool] = {}
+        #: The cases with outcome checks (SPEC §14), checked against their workspace once
+        #: the suite's own (a default) is known.
+        self.outcome_cases: list[Case] = []
+        #: The first case with a workspace of its own; the first with a folder as fixture.
+        self.workspace_case: Case | None = None
+        self.folder_fixture_case: Case | None = None
 
     def add(self, cases: Sequence[Case]) -> None:
         """Take these cases' identities, in order (a block at a time: one dump per block)."""
@@ -450,8 +498,14 @@ class _Digests:
                 sink.update(canonical(identity))
                 self._counts[split] += 1
                 where = _fixture_path(case, self._path)
-                if where is not None:
-                    self.fixtures.setdefault(str(where), split == "hidden")
+                if where is not None and str(where) not in self.fixtures:
+                    self.fixtures[str(where)] = split == "hidden"
+                    if self.folder_fixture_case is None and not is_tool_fixture(where):
+                        self.folder_fixture_case = case
+                if self.workspace_case is None and case.workspace is not None:
+                    self.workspace_case = case
+                if any(a.check in OUTCOME_CHECKS for a in case.expect):
+                    self.outcome_cases.append(case)
 
     def suite_digest(self, body: dict[str, Any]) -> str:
         """The suite digest, once every case was added."""
@@ -500,14 +554,26 @@ def _identities(cases: Sequence[Case], fixtures: dict[Path, str]) -> list[dict[s
             if found is None:
                 found = fixtures[where] = file_digest(where)
             data["fixture_digest"] = found
+        if case.workspace is not None and case.file is not None:
+            # A changed workspace folder is a changed case, as a changed fixture is.
+            where = (Path(case.file).parent / case.workspace).resolve()
+            found = fixtures.get(where)
+            if found is None:
+                found = fixtures[where] = file_digest(where)
+            data["workspace_digest"] = found
     return identities
 
 
 def _hidden_line(path: Path) -> int | None:
+    return _key_line(path, "hidden")
+
+
+def _key_line(path: Path, key: str) -> int | None:
+    """The line of a top-level key of a YAML suite file (None for a Python suite)."""
     if path.name.endswith(".py"):
         return None
     marked = load_marked(path)
-    return marked.key_line(["hidden"])
+    return marked.key_line([key])
 
 
 def hidden_fallback(item: LoadedSuite) -> str:

@@ -52,5 +52,39 @@ def make_target(uri: str, options: TargetOptions) -> Target:
     raise UsageError(f"target {uri!r}: unknown scheme; use one of {SCHEMES} (SPEC §4)")
 
 
+def workspace_refusal(uri: str) -> str | None:
+    """Why the target ``uri`` cannot run a case with a workspace (SPEC §14), or None.
+
+    Hosts and ``python:`` run the agent in the trial's copy; an ``mcp+stdio:``
+    server is started in it. The others have no agent here to put in a folder.
+    """
+    if uri.startswith(("python:", "mcp+stdio:")) or _is_host(uri):
+        return None
+    if uri.startswith(("http://", "https://")):
+        return "an HTTP endpoint runs where it runs, and assay cannot hand it a folder"
+    if uri.startswith(("mcp+http://", "mcp+https://")):
+        return "an MCP server reached over HTTP runs elsewhere, and assay cannot start it in " \
+               "a folder (use mcp+stdio:, which assay starts in each trial's workspace)"
+    if uri.startswith("openai:"):
+        return "the openai: loop gives a model the fixture's tools, none of which works in a " \
+               "folder (run the agent as python:, claude or codex)"
+    return "it replays recorded traces: no agent runs here to work in a folder"
+
+
+def folder_fixture_refusal(uri: str) -> str | None:
+    """Why a host cannot take a folder (or a plain file) as ``fixture:``, or None.
+
+    A host's working folder is a workspace now (SPEC §14): copied per trial,
+    and what the agent leaves in it is graded. One spelling for one thing.
+    """
+    if _is_host(uri):
+        return "a folder a host works in is given as workspace: now (did you mean workspace:?)"
+    return None
+
+
+def _is_host(uri: str) -> bool:
+    return uri in ("claude", "codex") or uri.startswith(("claude ", "codex "))
+
+
 __all__ = ["PLANNED", "Partial", "Target", "TargetOptions", "TrialBroken", "TrialRequest",
-           "make_target"]
+           "folder_fixture_refusal", "make_target", "workspace_refusal"]

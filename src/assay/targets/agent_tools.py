@@ -49,12 +49,17 @@ class Tools:
 
     ``call(name, arguments)`` records a tool call and returns the fixture's
     result (None without one); ``ask(question)`` records an ask and returns
-    the fixture's answer; ``usage(...)`` adds tokens and cost.
+    the fixture's answer; ``usage(...)`` adds tokens and cost. ``workspace``
+    is the folder the trial works in, when its case has one: trials share
+    the process, so it is here and not in the environment.
     """
 
-    def __init__(self, fixture: ToolFixture | None = None, fixture_path: Path | None = None):
+    def __init__(self, fixture: ToolFixture | None = None, fixture_path: Path | None = None,
+                 workspace: Path | None = None):
         self._fixture = fixture
         self.fixture = fixture_path
+        #: The trial's own copy of the case's workspace folder (SPEC §14), or None.
+        self.workspace = workspace
         self.events: list[Event] = []
         self.spent = Usage()
         self._start = time.perf_counter()

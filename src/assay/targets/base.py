@@ -58,6 +58,9 @@ class TrialRequest:
     fixture: Path | None = None
     tools: ToolFixture | None = None
     call: dict[str, Any] | None = None
+    #: The trial's own copy of the case's workspace (SPEC §14), staged by the engine:
+    #: the agent works in it, and what it leaves there is graded.
+    workspace: Path | None = None
     partial: Partial = field(default_factory=Partial, compare=False, repr=False)
 
 

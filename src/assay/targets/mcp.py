@@ -24,6 +24,7 @@ import textwrap
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessFailure, UsageError
@@ -135,8 +136,12 @@ class McpTarget:
         except ValueError as exc:
             raise HarnessFailure(f"target {self.uri}: {exc}") from None
 
-    async def _connect(self) -> Connection:
-        if self.stdio:
+    async def _connect(self, workspace: Path | None = None) -> Connection:
+        if self.stdio and workspace is not None:
+            # A case with a workspace: its own server, started in the trial's copy (SPEC §14).
+            connection = stdio_connection(self._command[0], self._command[1:], workspace,
+                                          {"ASSAY_WORKSPACE": str(workspace)})
+        elif self.stdio:
             connection = stdio_connection(self._command[0], self._command[1:],
                                           self.options.base_dir)
         else:
@@ -221,8 +226,9 @@ class McpTarget:
         if not isinstance(arguments, dict):
             raise TrialBroken(f"the case input is {_json_kind(arguments)}; an MCP tool takes "
                               "an object of named arguments")
-        if call.fresh:
-            trace = await self._run_fresh(call.tool, arguments, request.partial)
+        if call.fresh or request.workspace is not None:
+            trace = await self._run_fresh(call.tool, arguments, request.partial,
+                                          request.workspace)
         else:
             trace = await self._call(await self._shared_connection(), call.tool, arguments,
                                      request.partial)
@@ -248,12 +254,13 @@ class McpTarget:
                 raise TrialBroken(f"the MCP server could not be {again}: {exc}") from None
             return self._shared
 
-    async def _run_fresh(self, tool: str, arguments: dict[str, Any], partial: Partial) -> Trace:
+    async def _run_fresh(self, tool: str, arguments: dict[str, Any], partial: Partial,
+                         workspace: Path | None = None) -> Trace:
         if self._shared is not None:  # the server start() checked serves no trial here
             connection, self._shared = self._shared, None
             self._later(self._release(connection))
         try:
-            connection = await self._connect()
+            connection = await self._connect(workspace)
         except ConnectFailed as exc:
             raise TrialBroken(f"the MCP server did not start: {exc}") from None
         try:

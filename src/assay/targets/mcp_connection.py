@@ -132,8 +132,10 @@ def _client_info() -> Implementation:
     return Implementation(name="assay", version=__version__)
 
 
-def stdio_connection(command: str, args: list[str], cwd: Path) -> Connection:
-    """A server started as ``command args`` in ``cwd``, with the SDK's minimal environment.
+def stdio_connection(command: str, args: list[str], cwd: Path,
+                     env: dict[str, str] | None = None) -> Connection:
+    """A server started as ``command args`` in ``cwd``, with the SDK's minimal environment
+    (and ``env`` added to it).
 
     Its stderr goes to a temporary file, not to assay's: it may quote a case.
     """
@@ -141,7 +143,7 @@ def stdio_connection(command: str, args: list[str], cwd: Path) -> Connection:
     from mcp.client.stdio import stdio_client
 
     log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-    params = StdioServerParameters(command=command, args=args, cwd=cwd)
+    params = StdioServerParameters(command=command, args=args, cwd=cwd, env=env)
     info = _client_info()
     return Connection(lambda: Client(stdio_client(params, errlog=log), client_info=info,
                                      cache=None), log)

@@ -106,7 +106,7 @@ class PythonTarget:
 
     async def run(self, request: TrialRequest) -> Trace:
         """One call of the agent; its exceptions are the trial's, not the battery's."""
-        tools = Tools(request.tools, request.fixture)
+        tools = Tools(request.tools, request.fixture, request.workspace)
         started = time.perf_counter()
         status: Status = "ok"
         error: str | None = None

@@ -228,7 +228,7 @@ class CliHost(ABC):
                                      f"{exc.strerror or exc}") from None
 
     async def run(self, request: TrialRequest) -> Trace:
-        """One trial: the CLI in a throwaway home and a copy of the fixture folder."""
+        """One trial: the CLI in a throwaway home, working in the trial's workspace."""
         prompt = prompt_of(request.case.input)
         if request.tools is not None:
             raise TrialBroken(f"a tool fixture cannot be given to {self.name}, which brings "
@@ -236,8 +236,13 @@ class CliHost(ABC):
                               "fixture folder as the working directory")
         with throwaway_home(f"assay-{self.name}-") as home:
             self.prepare_home(home)
-            work = stage_workdir(home, request.fixture)
-            env = child_environment(os.environ, home, self.extra_env(home))
+            extra = self.extra_env(home)
+            if request.workspace is not None:
+                work = request.workspace
+                extra = {**extra, "ASSAY_WORKSPACE": str(work)}
+            else:
+                work = stage_workdir(home, request.fixture)
+            env = child_environment(os.environ, home, extra)
             finished = Finished(exit_code=-1)
             try:
                 await run_cli(self.argv(request, prompt, home, work), cwd=work, env=env,

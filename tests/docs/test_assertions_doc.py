@@ -22,7 +22,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "assertions.md"
 #: local model or a host CLI.
 ELSEWHERE = {"judge": "judges.md", "rubric": "judges.md", "similar": "judges.md",
              "exit_code": "hosts.md", "activates_skill": "hosts.md",
-             "never_activates_skill": "hosts.md"}
+             "never_activates_skill": "hosts.md", "files": "outcome-checks.md",
+             "file": "outcome-checks.md", "command": "outcome-checks.md"}
 
 
 def blocks(kind: str) -> list[str]:

@@ -2,7 +2,9 @@
 
 ``grader: module:function`` calls a Python function with the Trace; ``grader:
 ./graders/x.py`` runs a script that reads the trace as JSON on stdin and
-prints ``{"outcome": ..., "note": ...}``. Either may answer pass, fail or
+prints ``{"outcome": ..., "note": ...}``. A case with a workspace has it in
+``ASSAY_WORKSPACE`` (a script) or ``trace.workspace.path`` (a function) while
+it is graded. Either may answer pass, fail or
 inconclusive; anything else, an exception, a non-zero exit or garbage is
 ``inconclusive`` — a grader that did not answer has not passed anything.
 """
@@ -10,6 +12,7 @@ inconclusive; anything else, an exception, a non-zero exit or garbage is
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +67,10 @@ def _read_answer(answer: Any) -> Judgement:
 
 def _run_script(path: Path, trace: Trace) -> Judgement:
     command = [sys.executable, str(path)] if path.suffix == ".py" else [str(path)]
+    env = None
+    if trace.workspace is not None and trace.workspace.path is not None:
+        # The trial's final workspace, while it is graded (SPEC §14).
+        env = {**os.environ, "ASSAY_WORKSPACE": trace.workspace.path}
     try:
         done = subprocess.run(
             command,
@@ -72,6 +79,7 @@ def _run_script(path: Path, trace: Trace) -> Judgement:
             text=True,
             timeout=GRADER_TIMEOUT_S,
             cwd=path.parent,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         return Judgement("inconclusive", f"grader script ran over {GRADER_TIMEOUT_S:.0f}s")

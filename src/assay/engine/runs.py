@@ -350,7 +350,8 @@ def _check_workspaces(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
             hidden = case.split == "hidden"
             what = "a hidden case" if hidden else f"case {case.id!r}"
             if case is item.folder_fixture_case:
-                said = f"{what}: fixture {case.fixture!r}: {why}" if not hidden else \
+                said = f"{what}: fixture {case.fixture!r}: {why} (did you mean workspace: " \
+                    f"{case.fixture}?)" if not hidden else \
                     f"{what}: its fixture is a folder; {why} {WITHHELD}"
             else:
                 said = f"{what} has a workspace, which target {uri} cannot give: {why}"

@@ -86,6 +86,8 @@ def fold_trial(
         duration_s=duration_s,
         usage=usage,
         verdicts=list(verdicts),
+        changes=trace.workspace.changes.files if trace is not None
+        and trace.workspace is not None else None,
         trace=trace,
         opinions=dict(opinions or {}),
     )

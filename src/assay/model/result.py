@@ -15,6 +15,7 @@ from pydantic import (
     model_serializer,
 )
 
+from .changes import FileChange
 from .evidence import Evidence
 from .storable import storable_note
 from .trace import Trace, Usage
@@ -58,6 +59,10 @@ class TrialResult(BaseModel):
     duration_s: float = 0.0
     usage: Usage = Field(default_factory=Usage)
     verdicts: list[Verdict] = Field(default_factory=list)
+    #: What the agent changed in its workspace (SPEC §14), when the case has one: the
+    #: paths with size and digest (the diff stays in the trace).
+    changes: list[FileChange] | None = Field(default=None,
+                                              exclude_if=lambda value: value is None)
     trace: Trace | None = Field(default=None, exclude=True)
     #: What judges said of the trace (``judging.Opinion`` s), by assertion position;
     #: kept in the store and the ledger, never in the report.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..grading.scores import shortfalls
 
 if TYPE_CHECKING:
-    from ..model import CaseResult, HoldoutResult, Report
+    from ..model import CaseResult, HoldoutResult, Report, TrialResult
 
 
 def pct(value: float | None) -> str:
@@ -26,6 +26,43 @@ def why(case: CaseResult | HoldoutResult) -> str:
     if isinstance(case, HoldoutResult):
         return ""
     return case.reason or ""
+
+
+#: Paths a one-line summary of a trial's workspace changes names.
+CHANGES_NAMED = 5
+#: Cases whose workspace changes the terminal and Markdown list (the JSON report has all).
+CHANGES_LISTED = 20
+
+
+def changes_text(trial: TrialResult) -> str | None:
+    """What a trial changed in its workspace, on one line (None: it had no workspace)."""
+    if trial.changes is None:
+        return None
+    if not trial.changes:
+        return "nothing changed"
+    parts = [f"{c.change} {c.path}" for c in trial.changes[:CHANGES_NAMED]]
+    more = len(trial.changes) - CHANGES_NAMED
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+def changed_cases(report: Report) -> list[tuple[str, int, str]]:
+    """(case id, trial, what it changed) for the public cases that ran in a workspace and did
+    not pass: each one's first trial that did not pass (else its first), at most
+    ``CHANGES_LISTED``. Hidden cases are never here: their changes are hidden content."""
+    from ..model import CaseResult
+
+    found: list[tuple[str, int, str]] = []
+    for case in report.cases:
+        if not isinstance(case, CaseResult) or case.split != "public" or \
+                case.outcome == "pass" or not case.trials:
+            continue
+        trial = next((t for t in case.trials if t.outcome != "pass"), case.trials[0])
+        text = changes_text(trial)
+        if text is not None:
+            found.append((case.id, trial.n, text))
+            if len(found) == CHANGES_LISTED:
+                break
+    return found
 
 
 def has_scores(report: Report) -> bool:

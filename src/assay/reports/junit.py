@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from .common import write_file
+from .common import changes_text, write_file
 from .safe import inert
 
 if TYPE_CHECKING:
@@ -107,6 +107,9 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
         for verdict in trial.verdicts:
             if verdict.outcome != "pass":
                 lines.append(f"  {verdict.outcome}: {verdict.assertion}: {verdict.note}")
+        changed = changes_text(trial)
+        if changed is not None:
+            lines.append(f"  workspace: {changed}")
     detail.text = inert("\n".join(lines))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .common import (
+    changed_cases,
     has_scores,
     listed_cases,
     pct,
@@ -69,6 +70,11 @@ def markdown(reports: list[Report]) -> str:
                            f"{' |' if scored else ''} |")
         if left_out is not None:  # a CI page (GitHub's job summary) holds 1 MiB at most
             out += ["", markdown_text(left_out)]
+        changed = changed_cases(report)
+        if changed:
+            out += ["", "What the agent changed in its workspace (cases that did not pass):", ""]
+            out += [f"- {markdown_text(case_id)}, trial {n}: {markdown_text(text, limit=MAX_WHY)}"
+                    for case_id, n, text in changed]
         out.append("")
     return "\n".join(out)
 

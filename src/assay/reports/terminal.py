@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model import CaseResult, Report
-from .common import has_scores, listed_cases, pct, score_cell, trials_text, verdict_line, why
+from .common import (
+    changed_cases,
+    has_scores,
+    listed_cases,
+    pct,
+    score_cell,
+    trials_text,
+    verdict_line,
+    why,
+)
 from .cost import cost_line, judge_cost_line, usd_cell
 from .safe import inert, print_table, shown
 
@@ -52,6 +61,9 @@ def print_report(console: Console, report: Report) -> None:
     print_table(console, table)
     if left_out is not None:
         console.print(left_out)
+    for case_id, n, text in changed_cases(report):
+        console.print(shown(f"{case_id} trial {n} changed: {text}", one_line=True,
+                            limit=MAX_WHY), markup=False)
     print_scores(console, report)
 
 

@@ -78,7 +78,7 @@ def folder_fixture_refusal(uri: str) -> str | None:
     and what the agent leaves in it is graded. One spelling for one thing.
     """
     if _is_host(uri):
-        return "a folder a host works in is given as workspace: now (did you mean workspace:?)"
+        return "a folder a host works in is given as workspace: now"
     return None
 
 

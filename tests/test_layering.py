@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("targets", "grading", "workspaces"),             # agents as traces; folding; trial folders
     ("model",),                                       # the vocabulary as typed data
     ("settings", "webhooks", "importing", "install_hints", "mcp_uri", "canonical",
-     "version"),                                      # small leaves every room may use
+     "version", "documents"),                                      # small leaves every room may use
     ("errors",),
 )
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..documents import read_document
 from ..model import Assertion, Trace
 from ..model.changes import ChangeSet, WorkspaceFacts, check_glob, glob_matches
-from ..model.values import short, type_name
+from ..model.values import compile_path, same, select, short, type_name
 from .registry import Check, Judgement, LoadContext, lookup, register
 
 #: The keys of ``files:``, each a list of globs.
@@ -66,13 +67,13 @@ def _prepare_subchecks(arg: dict[str, Any], head: str, ctx: LoadContext,
     """The output checks beside ``head``, each argument prepared as its own check prepares it."""
     prepared: dict[str, Any] = {}
     for key, value in arg.items():
-        if key == head or key in own:
+        if key == head or key in own or key == "includes":
             prepared[key] = value
             continue
         check = lookup(str(key))
         if check is None or check.family != "output" or key in _NOT_ON_TEXT:
             raise ValueError(f"{key!r} is not an output check {head} can apply "
-                             "(equals, contains, not_contains, regex, schema, …)")
+                             "(equals, includes, contains, not_contains, regex, schema, …)")
         prepared[key] = check.prepare(value, ctx)
     return prepared
 
@@ -162,6 +163,25 @@ def _files_rule(key: str, globs: list[str], changes: ChangeSet, changed: list[st
     return None
 
 
+def _judge(key: str, value: Any, path: str | None, subject: Any) -> Judgement:
+    """One output check (or ``includes``) on ``subject`` at ``path``."""
+    if key == "includes":
+        found, there = select(subject, path)
+        if not found:
+            return Judgement("fail", f"nothing at {path}" if path else "nothing there")
+        if isinstance(there, list):
+            ok = any(same(item, value) for item in there)
+        elif isinstance(there, dict):
+            ok = value in there
+        else:
+            ok = isinstance(there, str) and isinstance(value, str) and value in there
+        return Judgement("pass", f"includes {short(value)}") if ok else \
+            Judgement("fail", f"{short(there)} does not include {short(value)}")
+    check = lookup(key)
+    assert check is not None  # prepared at load
+    return check.evaluate(Assertion(check=key, arg=value, path=path), Trace(output=subject))
+
+
 def _parsed(text: str) -> tuple[bool, Any]:
     """Text as the JSON or YAML value it holds, if it holds one."""
     try:
@@ -182,18 +202,15 @@ def _on_text(assertion: Assertion, text: str, what: str, own: tuple[str, ...]) -
     for key, value in assertion.arg.items():
         if key in own:
             continue
-        check = lookup(key)
-        assert check is not None  # prepared at load
         structured = assertion.path is not None or key in _STRUCTURED or \
-            (key in ("equals", "one_of") and not isinstance(value, str))
+            (key in ("equals", "one_of", "includes") and not isinstance(value, str))
         subject: Any = text
         if structured:
             ok, subject = _parsed(text)
             if not ok:
                 return Judgement("fail", f"{what} does not parse as JSON or YAML ({key} "
                                          "reads its structure)")
-        inner = Assertion(check=key, arg=value, path=assertion.path)
-        judged = check.evaluate(inner, Trace(output=subject))
+        judged = _judge(key, value, assertion.path, subject)
         if judged.outcome != "pass":
             return Judgement(judged.outcome, f"{what}: {judged.note}")
         notes.append(judged.note)
@@ -240,6 +257,51 @@ def _command(assertion: Assertion, trace: Trace) -> Judgement:
     return judged
 
 
+def _prepare_state(arg: Any, ctx: LoadContext) -> Any:
+    if not isinstance(arg, dict) or not arg:
+        raise ValueError("expects a mapping of output checks on the final state, such as "
+                         "{path: $.accounts.attacker.balance, equals: 0} or {equals_file: F}")
+    prepared: dict[str, Any] = {}
+    for key, value in arg.items():
+        if key == "path":
+            if not isinstance(value, str):
+                raise ValueError(f"path is a JSONPath, got {type_name(value)}")
+            compile_path(value)  # ValueError: the reason
+            prepared["path"] = value
+        elif key == "equals_file":
+            if not isinstance(value, str) or not value:
+                raise ValueError("equals_file names a JSON or YAML file")
+            # The document is read now: a file that does not parse is the suite's mistake,
+            # and what the state is compared with is part of what the suite is.
+            prepared["equals_file"] = value
+            prepared["equals"] = read_document(ctx.base_dir / value)
+        else:
+            prepared.update(_prepare_subchecks({key: value}, "state", ctx))
+    if not [k for k in prepared if k not in ("path", "equals_file")]:
+        raise ValueError("names no check to apply to the state (equals, includes, …)")
+    if "equals_file" in arg and "equals" in arg:
+        raise ValueError("gives equals and equals_file; give one")
+    return prepared
+
+
+def _state(assertion: Assertion, trace: Trace) -> Judgement:
+    arg = assertion.arg
+    inner_path = arg.get("path") or assertion.path
+    notes: list[str] = []
+    for key, value in arg.items():
+        if key in ("path", "equals_file"):
+            continue
+        judged = _judge(key, value, inner_path, trace.state)
+        if judged.outcome != "pass":
+            said = judged.note.replace("in the output", "in the state")
+            if key == "equals" and "equals_file" in arg:
+                said = f"the state is not the document in {arg['equals_file']}: {said}"
+            return Judgement(judged.outcome, f"state: {said}")
+        notes.append(judged.note)
+    where = f" at {inner_path}" if inner_path else ""
+    return Judgement("pass", f"state{where}: {'; '.join(notes)}")
+
+
 def _register_all() -> None:
     for name, evaluate, prepare, takes_path in (
             ("files", _files, _prepare_files, False),
@@ -247,6 +309,7 @@ def _register_all() -> None:
             ("command", _command, _prepare_command, True)):
         register(Check(name, "structural", "workspace", evaluate, prepare,
                        takes_path=takes_path))
+    register(Check("state", "structural", "state", _state, _prepare_state))
 
 
 _register_all()

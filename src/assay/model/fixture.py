@@ -57,6 +57,15 @@ class ToolFixture(BaseModel):
     tools: list[FixtureTool] = Field(default_factory=list)
     mcp: list[McpUri] = Field(default_factory=list)
     answers: dict[str, Any] = Field(default_factory=dict)
+    #: The world the tools act on (SPEC §14): a JSON/YAML document (the loader reads a
+    #: file named here). Each trial starts from its own copy; a handler with a second
+    #: parameter gets it and may change it; the final state goes into the trace.
+    state: Any = None
+
+    @property
+    def has_state(self) -> bool:
+        """Whether the fixture gives a state (``state: null`` is one too)."""
+        return "state" in self.model_fields_set
 
     def tool(self, name: str) -> FixtureTool | None:
         """The tool called ``name``, if the fixture declares it."""

@@ -143,6 +143,9 @@ class Assertion(BaseModel):
             words = " ".join(head) if isinstance(head, list) else str(head)
             words = " ".join(words.split())
             name = f"{name} {words if len(words) <= 60 else words[:59] + '…'}"
+        elif name == "state" and isinstance(self.arg, dict) and \
+                isinstance(self.arg.get("path"), str):
+            name = f"state {self.arg['path']}"
         return f"{name} {self.path}" if self.path else name
 
 

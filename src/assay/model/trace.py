@@ -105,8 +105,11 @@ class Trace(BaseModel):
     #: What the agent left in its workspace (SPEC §14), collected by the engine after
     #: the trial; None when the case has no workspace.
     workspace: WorkspaceFacts | None = Field(default=None, exclude_if=lambda value: value is None)
+    #: The tool fixture's state as the trial left it (SPEC §14); its evidence is the
+    #: ``state`` fact (observed when the fixture has a state).
+    state: Any = Field(default=None, exclude_if=lambda value: value is None)
 
-    @field_validator("output")
+    @field_validator("output", "state")
     @classmethod
     def _storable_output(cls, value: Any) -> Any:
         return storable_json(value)

@@ -6,10 +6,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..documents import read_document
 from ..importing import resolve_function
 from ..model.fixture import ToolFixture
 from .build import Problem
 from .marks import load_marked
+
+#: A ``state:`` that ends so names a file of the document, relative to the fixture.
+STATE_FILES = (".json", ".yaml", ".yml")
 
 
 def is_tool_fixture(path: Path) -> bool:
@@ -27,6 +31,14 @@ def load_tool_fixture(path: Path, *, secret: bool = False) -> ToolFixture:
         fixture = ToolFixture.model_validate(marked.data)
     except ValidationError as exc:
         raise problem.from_validation(exc) from None
+    if fixture.has_state and isinstance(fixture.state, str) and \
+            fixture.state.endswith(STATE_FILES):
+        where = path.parent / fixture.state
+        try:
+            document = read_document(where)
+        except ValueError as exc:
+            raise problem(["state"], f"state: {exc}", "state file cannot be read") from None
+        fixture = fixture.model_copy(update={"state": document})
     for i, tool in enumerate(fixture.tools):
         if tool.handler is not None:
             try:

@@ -455,6 +455,16 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
             loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)
+    for case in digests.state_cases:
+        fixture = _fixture_path(case, path)
+        tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
+        if tools is None or not tools.has_state:
+            assertion = next(a for a in case.expect if a.check == "state")
+            withheld = case.split == "hidden"
+            raise SuiteError(assertion.file or case.file or str(path), assertion.line,
+                             "state: reads the final state of the case's tool fixture, and "
+                             + ("it has none (details withheld: hidden case)" if withheld
+                                else f"its fixture has no state: (case {case.id!r})"))
     return loaded
 
 
@@ -481,6 +491,8 @@ class _Digests:
         #: The cases with outcome checks (SPEC §14), checked against their workspace once
         #: the suite's own (a default) is known.
         self.outcome_cases: list[Case] = []
+        #: The cases with ``state`` checks: their fixture must give a state.
+        self.state_cases: list[Case] = []
         #: The first case with a workspace of its own; the first with a folder as fixture.
         self.workspace_case: Case | None = None
         self.folder_fixture_case: Case | None = None
@@ -506,6 +518,8 @@ class _Digests:
                     self.workspace_case = case
                 if any(a.check in OUTCOME_CHECKS for a in case.expect):
                     self.outcome_cases.append(case)
+                if any(a.check == "state" for a in case.expect):
+                    self.state_cases.append(case)
 
     def suite_digest(self, body: dict[str, Any]) -> str:
         """The suite digest, once every case was added."""

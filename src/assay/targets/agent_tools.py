@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import inspect
 import math
 import time
 from pathlib import Path
@@ -24,6 +26,53 @@ def json_value(value: Any, what: str) -> Any:
         return json_copy(value)
     except (TypeError, ValueError):
         raise TypeError(f"{what} must be JSON values, not {type(value).__name__}") from None
+
+
+def takes_state(handler: Any) -> bool:
+    """Whether a handler takes a second parameter: the fixture's state (SPEC §14)."""
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+
+
+class FixtureState:
+    """One trial's copy of a tool fixture's ``state`` (SPEC §14).
+
+    A handler with a second parameter is called with ``(arguments, state)``
+    and may change the state in place. After each such call the state must
+    still be JSON; if it is not, ``broken`` says why and the trial is broken
+    (its final state could be neither stored nor checked).
+    """
+
+    def __init__(self, fixture: ToolFixture | None) -> None:
+        self.present = fixture is not None and fixture.has_state
+        self.value: Any = copy.deepcopy(fixture.state) if fixture is not None and \
+            self.present else None
+        self.broken: str | None = None
+
+    def answer(self, tool: FixtureTool, arguments: Any, base_dir: Path | None) -> Any:
+        """What ``tool`` answers, its handler given this state when it takes one."""
+        if tool.handler is None:
+            return fixture_result(tool, arguments, base_dir)
+        handler = resolve_function(tool.handler, base_dir)
+        if not takes_state(handler):
+            return handler(arguments)
+        try:
+            return handler(arguments, self.value)
+        finally:
+            self._still_json(tool.name)
+
+    def _still_json(self, name: str) -> None:
+        if self.broken is not None:
+            return
+        try:
+            json_copy(self.value)
+        except (TypeError, ValueError, RecursionError) as exc:
+            self.broken = (f"the tool fixture's state is not JSON after tool {name!r} changed "
+                           f"it: {exc}")
 
 
 def fixture_result(tool: FixtureTool, arguments: Any, base_dir: Path | None) -> Any:
@@ -60,6 +109,8 @@ class Tools:
         self.fixture = fixture_path
         #: The trial's own copy of the case's workspace folder (SPEC §14), or None.
         self.workspace = workspace
+        #: The trial's copy of the fixture's state, which handlers change (SPEC §14).
+        self.state = FixtureState(fixture)
         self.events: list[Event] = []
         self.spent = Usage()
         self._start = time.perf_counter()
@@ -78,7 +129,7 @@ class Tools:
         tool = self._fixture.tool(name) if self._fixture is not None else None
         base = self.fixture.parent if self.fixture is not None else None
         try:
-            result = fixture_result(tool, arguments, base) if tool is not None else None
+            result = self.state.answer(tool, arguments, base) if tool is not None else None
             result = json_value(result, f"the result of tool {name!r}")
         except Exception as exc:
             self.events.append(Event(kind="tool_result", name=name, call_id=call_id,

@@ -28,7 +28,7 @@ from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from .agent_cache import FACET, ON, AgentCache
-from .agent_tools import fixture_result, json_value
+from .agent_tools import FixtureState, fixture_result, json_value
 from .backoff import DEFAULT, REFUSALS, Backoff, Refused, Wait
 from .base import (
     TargetOptions,
@@ -273,6 +273,8 @@ class _Conversation:
         self.base_dir = request.fixture.parent if request.fixture is not None else None
         self.asks = ask_tools(self.fixture)
         self.tools = tool_specs(self.fixture)
+        #: The trial's copy of the fixture's state, which handlers change (SPEC §14).
+        self.state = FixtureState(self.fixture)
         self.mcp: dict[str, McpTool] = {}
         self.messages = first_messages(request.case.input, loop.system)
         self.events: list[Event] = []
@@ -385,12 +387,17 @@ class _Conversation:
             return await self._forward(call_id, name, tool, arguments)
         try:
             if tool.handler is not None:  # user code: keep it off the event loop
-                result = await asyncio.to_thread(fixture_result, tool, arguments, self.base_dir)
+                result = await asyncio.to_thread(self.state.answer, tool, arguments,
+                                                 self.base_dir)
             else:
                 result = fixture_result(tool, arguments, self.base_dir)
             result = json_value(result, f"the result of tool {name!r}")
         except Exception as exc:  # a failing tool is news for the model, as it would be live
+            if self.state.broken is not None:
+                raise TrialBroken(self.state.broken) from None
             return self._error(call_id, name, f"{type(exc).__name__}: {exc}")
+        if self.state.broken is not None:
+            raise TrialBroken(self.state.broken)
         self.events.append(Event(kind="tool_result", name=name, call_id=call_id, result=result,
                                  t=self._t()))
         return tool_content(result)
@@ -435,10 +442,12 @@ class _Conversation:
             facets["effort"] = self.effort
         if self.target.cache is not None:
             facets[FACET] = f"served {self.served} of {steps} model calls"
+        if self.state.present:  # the final state is a fact assay saw (SPEC §14)
+            given["state"] = Evidence.OBSERVED
         return Trace(output=output, status=status, error=error, events=list(self.events),
                      usage=usage, steps=steps, settled=settled,
                      duration_s=time.perf_counter() - self._start, facets=facets,
-                     evidence=given)
+                     evidence=given, state=self.state.value)
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -157,10 +157,15 @@ class PythonTarget:
                 self._facets.clear()
             facets = self._facets[request.case.id] = {
                 **self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)}
+        state = tools.state
+        if state.broken is not None:
+            raise TrialBroken(state.broken)
+        if state.present:  # the final state is a fact assay saw (SPEC §14)
+            given = {**given, "state": Evidence.OBSERVED}
         return Trace(
             output=output, status=status, error=error, events=events, usage=spent,
             steps=steps, settled=status == "ok", duration_s=time.perf_counter() - started,
-            stdout=buffer.getvalue(), facets=facets, evidence=given,
+            stdout=buffer.getvalue(), facets=facets, evidence=given, state=state.value,
         )
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:

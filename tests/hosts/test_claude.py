@@ -289,13 +289,15 @@ def test_flags_assay_sets_itself_are_refused_in_the_uri(claude: Host) -> None:
         claude.target("claude --output-format json")
 
 
-def test_a_tool_fixture_is_refused_for_a_cli_host(claude: Host) -> None:
+def test_a_tool_fixtures_mcp_list_is_refused_for_a_cli_host(claude: Host) -> None:
+    """A fixture's tools are served to the CLI (test_host_outcomes.py); MCP servers the
+    fixture names are not: the CLI takes those in its own flags."""
     from assay.model.fixture import ToolFixture
 
     target = claude.target()
     request = TrialRequest(case=Case(id="c", input="hi"), n=1, timeout_s=10,
-                           tools=ToolFixture())
-    with pytest.raises(TrialBroken, match="tool fixture"):
+                           tools=ToolFixture(mcp=["mcp+stdio:python server.py"]))
+    with pytest.raises(TrialBroken, match="mcp: list is not given to it"):
         asyncio.run(target.run(request))
 
 

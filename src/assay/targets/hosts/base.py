@@ -21,7 +21,9 @@ from typing import Any, ClassVar
 
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
+from ...model.fixture import ToolFixture
 from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
+from ..fixture_server import fixture_names, read_final_state, server_command
 from ..identity import file_entries, folder_entries, identity_digest
 from .process import (
     Finished,
@@ -170,6 +172,11 @@ class CliHost(ABC):
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """The command line of one trial."""
 
+    def fixture_argv(self, home: Path, command: list[str]) -> list[str]:
+        """Flags that give the CLI the case's tool fixture as the MCP server ``command``
+        (``fixture_server``), its tools allowed without asking; after the URI's own."""
+        return []
+
     def stdin(self, prompt: str) -> bytes:
         """What the CLI reads on stdin: the prompt (kept off the command line, where
         every user of the machine could read it)."""
@@ -230,12 +237,22 @@ class CliHost(ABC):
     async def run(self, request: TrialRequest) -> Trace:
         """One trial: the CLI in a throwaway home, working in the trial's workspace."""
         prompt = prompt_of(request.case.input)
-        if request.tools is not None:
-            raise TrialBroken(f"a tool fixture cannot be given to {self.name}, which brings "
-                              "its own tools: give MCP servers in the target's flags, or a "
-                              "fixture folder as the working directory")
+        tools = request.tools
+        if tools is not None and tools.mcp:
+            raise TrialBroken(f"{self.name} takes MCP servers in its own flags: a tool "
+                              "fixture's mcp: list is not given to it (give the servers in "
+                              "the target's flags)")
         with throwaway_home(f"assay-{self.name}-") as home:
             self.prepare_home(home)
+            served: list[str] = []
+            state_file: Path | None = None
+            if tools is not None:
+                # The fixture's tools reach the CLI as an MCP server of its own (SPEC §14).
+                folder = home / "assay-fixture"
+                folder.mkdir()
+                base = request.fixture.parent if request.fixture is not None else Path.cwd()
+                command, state_file = server_command(tools, base, folder)
+                served = self.fixture_argv(home, command)
             extra = self.extra_env(home)
             if request.workspace is not None:
                 work = request.workspace
@@ -245,8 +262,8 @@ class CliHost(ABC):
             env = child_environment(os.environ, home, extra)
             finished = Finished(exit_code=-1)
             try:
-                await run_cli(self.argv(request, prompt, home, work), cwd=work, env=env,
-                              stdin=self.stdin(prompt), into=finished)
+                await run_cli([*self.argv(request, prompt, home, work), *served], cwd=work,
+                              env=env, stdin=self.stdin(prompt), into=finished)
             except OSError as exc:
                 raise TrialBroken(f"cannot run {self.name}: {exc.strerror or exc}") from None
             except asyncio.CancelledError:
@@ -258,9 +275,11 @@ class CliHost(ABC):
                     cut = None
                 if cut is not None:
                     self._pin_facets(cut, request)
+                    cut = _with_fixture(cut, state_file, tools)
                 request.partial.keep(lambda: cut)
                 raise
             trace = self.trace(finished, request, prompt, home)
+            trace = _with_fixture(trace, state_file, tools)
         return self._pin_facets(trace, request)
 
     def _pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
@@ -294,3 +313,24 @@ class CliHost(ABC):
     def digest(self) -> str:
         """The agent version: the digest of ``identity()``."""
         return identity_digest(self.identity())
+
+
+def _with_fixture(trace: Trace, state_file: Path | None, tools: ToolFixture | None) -> Trace:
+    """The trace with the fixture server's calls under their fixture names and its final
+    state (SPEC §14); a state the handlers left unstorable breaks the trial."""
+    if tools is None or state_file is None:
+        return trace
+    names = {tool.name for tool in tools.tools}
+    for event in trace.events:
+        plain = fixture_names(event.name)
+        if plain != event.name and plain in names:
+            event.name = plain
+    written, state, broken = read_final_state(state_file)
+    if broken is not None:
+        raise TrialBroken(broken)
+    if not tools.has_state:
+        return trace
+    if not written:  # the server never started, or was never asked: the state as given
+        state = tools.state
+    return trace.model_copy(update={"state": state,
+                                    "evidence": {**trace.evidence, "state": Evidence.OBSERVED}})

@@ -22,6 +22,7 @@ from pathlib import Path
 from ...errors import HarnessFailure
 from ...model import Event, Evidence, Trace
 from ..base import TrialBroken, TrialRequest, evidence
+from ..fixture_server import SERVER
 from .base import CliHost, tail, without
 from .claude_stream import ClaudeRun, read_stream
 from .process import Finished, copy_private
@@ -66,6 +67,17 @@ class ClaudeTarget(CliHost):
     def prepare_home(self, home: Path) -> None:
         """A copy of the CLI's credentials file, nothing else of the user's."""
         copy_sign_in(home)
+
+    def fixture_argv(self, home: Path, command: list[str]) -> list[str]:
+        """The fixture's server in an MCP config of the trial's own; its tools allowed in
+        the throwaway home's settings (the URI's ``--allowedTools`` stay as they are)."""
+        config = home / "assay-fixture" / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {SERVER: {
+            "type": "stdio", "command": command[0], "args": command[1:]}}}))
+        settings = home / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"permissions": {"allow": [f"mcp__{SERVER}"]}}))
+        return ["--mcp-config", str(config)]
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``claude -p --output-format stream-json --verbose`` + the URI's flags + pins."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from ...errors import HarnessFailure
 from ...model import Evidence, Trace
 from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
+from ..fixture_server import SERVER
 from ..prices import load_prices
 from .base import CliHost, tail, without
 from .codex_session import complete_from_session, read_session
@@ -72,6 +73,13 @@ class CodexTarget(CliHost):
         """A copy of the CLI's ``auth.json``, nothing else of the user's."""
         (home / ".codex").mkdir(mode=0o700)
         copy_private(user_codex_home() / AUTH, home / ".codex" / AUTH)
+
+    def fixture_argv(self, home: Path, command: list[str]) -> list[str]:
+        """The fixture's server as one of Codex's MCP servers, required and approved."""
+        args = ", ".join(json.dumps(arg) for arg in command[1:])
+        return ["-c", f"mcp_servers.{SERVER}={{command={json.dumps(command[0])}, "
+                      f"args=[{args}], required=true, "
+                      'default_tools_approval_mode="approve"}']
 
     def argv(self, request: TrialRequest, prompt: str, home: Path, work: Path) -> list[str]:
         """``codex exec --json …`` + the URI's flags + the case's pins; the prompt is stdin."""

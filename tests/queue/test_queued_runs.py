@@ -79,6 +79,9 @@ def test_the_queue_refuses_what_it_cannot_do(project: Project) -> None:
     cached = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
                            "--agent-cache")
     assert cached.code == 2 and "--agent-cache" in cached.err
+    kept = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                         "--keep-workspaces", "kept")
+    assert kept.code == 2 and "--keep-workspaces" in kept.err
     detached = project.assay("run", "evals", "--db", project.url, "--detach")
     assert detached.code == 2 and "--executor queue" in detached.err
     worker = project.assay("worker", "--db", f"sqlite:///{project.root / 'a.db'}")

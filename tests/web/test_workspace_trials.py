@@ -27,7 +27,9 @@ def agent(prompt, tools):
         # Every kind of hidden content: a path, a file's text, a diff, a command's output.
         (ws / "CANARY_NAME.txt").write_text("CANARY_TEXT-created\\n")
         (ws / "notes.txt").write_text("CANARY_TEXT-diffed\\n")
+        tools.call("log", {"line": "CANARY_TEXT-state"})
         return "ok"
+    tools.call("log", {"line": "public-state-line"})
     (ws / "notes.txt").write_text("first line\\n" + json.loads(HOSTILE_JSON) + "\\n")
     (ws / "made.txt").write_text("made\\n")
     return "ok"
@@ -42,7 +44,9 @@ hidden: hidden/
 cases:
   - id: edits
     input: public
+    fixture: log.tools.yaml
     expect:
+      - state: {path: $.lines, includes: public-state-line}
       - files: {unchanged: [notes.txt]}
       - file: made.txt
         equals: "made\\n"
@@ -53,7 +57,9 @@ cases:
 HIDDEN = f"""
 - id: secret-one
   input: hidden please
+  fixture: ../log.tools.yaml
   expect:
+    - state: {{path: $.lines, equals: [{CANARY}-never]}}
     - files: {{unchanged: [notes.txt]}}
     - file: {CANARY}-path.txt
       equals: {CANARY}-expected
@@ -68,6 +74,16 @@ def recorded(project: Project) -> dict[str, Any]:
     project.write("evals/ws/notes.txt", "first line\nsecond line\n")
     project.write("evals/ws.suite.yaml", SUITE)
     project.write("evals/hidden/cases.yaml", HIDDEN)
+    project.write("evals/log_tools.py", """
+        def log(arguments, state):
+            state["lines"].append(arguments["line"])
+            return len(state["lines"])
+        """)
+    project.write("evals/log.tools.yaml", """
+        tools:
+          - {name: log, handler: "log_tools:log"}
+        state: {lines: []}
+        """)
     done = project.assay("run", "evals", "--json", "r.json", "--junit", "r.xml",
                          "--markdown", "r.md", "--keep-workspaces", "kept")
     assert done.code == 1, done.out + done.err
@@ -117,6 +133,7 @@ def test_the_workbench_shows_the_diff_of_a_public_trial_and_nothing_of_a_hidden_
                          html), html
         assert "&lt;script&gt;window.__pwned" in html  # the agent's markup stays text
         assert "cat notes.txt" in html  # the command and its output
+        assert "Final state" in html and "public-state-line" in html
         api = served.get(f"/api/runs/{run_id}/cases/1/trials/1").json()
         assert "made.txt" in json.dumps(api)
         pages = _crawl(served, ["/", "/runs", f"/runs/{run_id}",

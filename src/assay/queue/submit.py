@@ -69,6 +69,9 @@ def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
     if settings.agent_cache:
         raise UsageError("--executor queue: --agent-cache keeps model calls in a folder of "
                          "this machine, which workers on other machines do not share")
+    if settings.keep_workspaces is not None:
+        raise UsageError("--executor queue: --keep-workspaces keeps trials' folders on the "
+                         "machine that ran them, and workers run them elsewhere")
     return needs_postgres(db, "--executor queue")
 
 

@@ -175,7 +175,11 @@ def _trace(found: PublicTrial, trace: Trace | None) -> dict[str, Any]:
         return {"state": "unreadable", "digest": digest, "stored": _loose(found.trace),
                 "note": "The stored trace is in a form this version does not read; "
                         "it is shown as stored."}
-    return {"state": "stored", "digest": digest, **trace.model_dump(mode="json")}
+    fields = trace.model_dump(mode="json")
+    # The tool fixture's final state (SPEC §14) under its own name: ``state`` here says
+    # whether the trace is stored at all.
+    final = fields.pop("state", None)
+    return {"state": "stored", "digest": digest, **fields, "final_state": final}
 
 
 def _verdicts(found: PublicTrial, *, raw_streams: bool) -> list[dict[str, Any]]:

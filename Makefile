@@ -37,6 +37,17 @@ demo: $(STAMP)
 	  $(BIN)/assay run examples/support --target openai:naive-bot; \
 	  code=$$?; echo "exit code $$code"; test $$code -eq 1
 	@echo
+	@echo "== Outcomes: a coding agent that edits the test instead of the code. Its answer and"
+	@echo "== pytest both look fine; files: {unchanged: [tests/**]} catches it: exit 1."
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/assay run examples/outcomes \
+	  --target python:shop_agents:edit_test; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+	@echo
+	@echo "== Stateful tools: an assistant that obeys the note slipped into the landlord's"
+	@echo "== message. The bank's final state shows the wire to the attacker: exit 1."
+	@$(BIN)/assay run examples/bank --target python:bank_agents:obedient; \
+	  code=$$?; echo "exit code $$code"; test $$code -eq 1
+	@echo
 	@echo "== Every run above was recorded and sealed in .assay/assay.db. The ledger verifies;"
 	@echo "== a receipt of the first run is checked offline, with no store."
 	$(BIN)/assay runs

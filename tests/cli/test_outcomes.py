@@ -353,3 +353,18 @@ def test_a_hidden_case_with_a_bad_workspace_is_refused_without_its_content(proje
         assert done.code == 2, done.err
         assert "CANARY" not in done.out + done.err, done.err
         assert "withheld" in done.err and "Traceback" not in done.err
+
+
+def test_replay_grades_the_outcome_checks_again_from_the_stored_facts(project, shop):
+    """The trial's workspace is gone by then: replay reads what the trace kept."""
+    env = {**os.environ, "ASSAY_WORKSPACES": str(shop)}
+    bad = project.assay("run", "outcomes", "--json", "bad.json",
+                        "--target", "python:shop_agents:edit_test", env=env)
+    assert bad.code == 1, bad.err
+    run_id = json.loads((project.root / "bad.json").read_text())["run_id"]
+    assert _workspaces(shop) == []
+    replayed = project.assay("replay", run_id, "--json", env=env)
+    assert replayed.code == 0, replayed.out + replayed.err
+    shown = project.assay("show", run_id)
+    assert "changed, but expected unchanged: tests/test_total.py" in shown.out
+    assert "modified tests/test_total.py" in shown.out

@@ -3,7 +3,8 @@
     .venv/bin/python bench/workspaces.py [--files 5000] [--mb 50] [--repeat 5]
 
 A folder of N files (``--files``) totalling ``--mb`` megabytes, in 50 folders, is
-staged under a scratch root (``workspaces.stage``), an "agent" edits three files,
+listed once (``workspaces.staged.Source``, as a battery does), then staged under a
+scratch root (``workspaces.stage``), an "agent" edits three files,
 creates one and deletes one, and the change set is taken (``Workspace.changes``);
 then the copy is removed. Printed: the file system and whether it clones
 copy-on-write, the median of ``--repeat`` stage + change-set walls for one trial,
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from assay.workspaces import stage  # noqa: E402
 from assay.workspaces.copy import clones  # noqa: E402
+from assay.workspaces.staged import Source  # noqa: E402
 
 
 def make_source(root: Path, files: int, megabytes: int) -> Path:
@@ -40,7 +42,7 @@ def make_source(root: Path, files: int, megabytes: int) -> Path:
     return root
 
 
-def one_trial(source: Path, scratch: Path) -> float:
+def one_trial(source: Source, scratch: Path) -> float:
     start = time.perf_counter()
     ws = stage(source, scratch)
     (ws.path / "pkg00" / "mod0.py").write_text("def fixed():\n    return 1\n")
@@ -66,7 +68,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="assay-bench-ws-") as folder, \
             tempfile.TemporaryDirectory(prefix="assay-bench-ws-", dir=args.root) as workspaces:
         base = Path(folder)
-        source = make_source(base / "source", args.files, args.mb)
+        # Listed once, as a battery lists each source once for all its trials.
+        source = Source.of(make_source(base / "source", args.files, args.mb))
         scratch = Path(workspaces)
         fs = subprocess.run(["stat", "-f", "-c", "%T", str(scratch)], capture_output=True,
                             text=True).stdout.strip()
@@ -81,7 +84,8 @@ def main() -> None:
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda _: one_trial(source, scratch), range(16)))
         print(f"16 trials at once: {time.perf_counter() - start:.2f} s · goal ≤ 2 s")
-        assert not any(scratch.iterdir()), "a workspace was left behind"
+        left = [copy for owner in scratch.iterdir() for copy in owner.iterdir()]
+        assert not left, "a workspace was left behind"
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -181,3 +183,21 @@ def test_the_python_copy_of_many_files_uses_its_pool_and_misses_none(tmp_path: P
         (source / f"d{i % 7}" / f"f{i}.txt").write_text(f"file {i}\n" * (i + 1))
     python_copy_tree(source, tmp_path / "copy")
     assert snapshot(tmp_path / "copy") == snapshot(source)
+
+
+def test_a_copy_to_another_file_system_has_every_byte(tmp_path: Path) -> None:
+    """From the disk to memory (/dev/shm) the kernel's copy within one file system is
+    refused; the copy goes on with sendfile, and no file is short."""
+    memory = Path("/dev/shm")
+    if not memory.is_dir():
+        pytest.skip("no /dev/shm on this machine")
+    source = tmp_path / "src"
+    for i in range(12):
+        (source / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (source / f"d{i % 3}" / f"f{i}.bin").write_bytes(os.urandom(1000 * i + 7))
+    target = Path(tempfile.mkdtemp(dir=memory)) / "copy"
+    try:
+        python_copy_tree(source, target)
+        assert snapshot(target) == snapshot(source)
+    finally:
+        shutil.rmtree(target.parent)

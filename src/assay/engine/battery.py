@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ..judging.panel import Panel
     from ..model.fixture import ToolFixture
     from ..workspaces import Workspace
+    from .outcomes import Staging
 
 #: What every trial of one case is run with (``Battery._slot_parts``).
 _Parts = tuple[float, "Path | None", "ToolFixture | None", bool, bool, "Path | None"]
@@ -180,6 +181,8 @@ class Battery:
         self.target_digest = ""
         #: The run's id, once ``begin`` named it (a queue worker's chunk has none here).
         self.run_id = ""
+        #: The trials' workspaces (``engine.outcomes.Staging``), made at the first one.
+        self._staging: Staging | None = None
         self._plan: Iterator[_Slot] | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: Workers whose loop has not ended (an adaptive run starts more when trials are added).
@@ -529,11 +532,13 @@ class Battery:
     async def _attempt(self, slot: _Slot) -> TrialResult | None:
         if slot.workspace is None:
             return await self._run_and_grade(slot, slot.request, None)
-        from .outcomes import stage_for
+        if self._staging is None:
+            from .outcomes import Staging
 
+            self._staging = Staging(self.options.concurrency)
         began = self.clock.monotonic()
         try:
-            staged = await stage_for(slot.workspace)
+            staged = await self._staging.stage(slot.workspace)
         except OSError as exc:
             return self._broken(slot, f"the workspace could not be staged: "
                                       f"{exc.strerror or exc}", began)
@@ -543,7 +548,10 @@ class Battery:
         except BaseException:
             staged.remove()  # an interrupt too leaves no workspace behind
             raise
-        await asyncio.to_thread(self._let_go, slot, staged)
+        if staged.small and self.options.keep_workspaces is None:
+            staged.remove()
+        else:
+            await asyncio.to_thread(self._let_go, slot, staged)
         return result
 
     def _let_go(self, slot: _Slot, staged: Workspace) -> None:
@@ -586,7 +594,7 @@ class Battery:
             from .outcomes import collect
 
             try:
-                facts = await collect(staged, request.case)
+                facts = await collect(staged, request.case, inline=staged.small)
             except OSError as exc:
                 return self._broken(slot, "the workspace could not be read after the trial: "
                                           f"{exc.strerror or exc}", began)

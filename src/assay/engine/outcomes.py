@@ -33,47 +33,98 @@ from ..model.changes import (
 from ..model.storable import storable_text
 from ..targets.hosts.process import Finished, child_environment, run_cli, throwaway_home
 from ..workspaces import Workspace, stage, sweep
+from ..workspaces.staged import Source
 
 #: Where trials' workspaces are staged (``ASSAY_WORKSPACES`` moves it).
 ROOT_ENV = "ASSAY_WORKSPACES"
+#: The memory-backed folder workspaces go to when they fit (Linux).
+SHM = Path("/dev/shm")
+#: A source goes to memory when its copies in flight take at most this share of it.
+SHM_SHARE = 0.25
 
 
 def workspaces_root() -> Path:
-    """The folder trials' workspaces are staged under: ``$ASSAY_WORKSPACES`` or the temp dir's."""
+    """The folder trials' workspaces are staged under on disk: ``$ASSAY_WORKSPACES`` or
+    the temporary folder's ``assay-workspaces``."""
     given = os.environ.get(ROOT_ENV)
     return Path(given) if given else Path(tempfile.gettempdir()) / "assay-workspaces"
+
+
+def memory_root(needed: int) -> Path | None:
+    """``/dev/shm/assay-workspaces`` when ``needed`` bytes fit in a quarter of what it has
+    free and programs may run from it (not ``noexec``); None otherwise, or when
+    ``$ASSAY_WORKSPACES`` names the place.
+
+    Creating and removing a folder costs a tenth of a millisecond or more on a
+    disk (a journal entry each) and a few microseconds in memory: for a battery
+    of small workspaces that is most of what a workspace costs
+    (docs/performance.md).
+    """
+    if os.environ.get(ROOT_ENV) or not SHM.is_dir():
+        return None
+    try:
+        found = os.statvfs(SHM)
+    except OSError:
+        return None
+    if found.f_flag & os.ST_NOEXEC or found.f_flag & os.ST_RDONLY:
+        return None
+    if needed > found.f_bavail * found.f_frsize * SHM_SHARE:
+        return None
+    return SHM / "assay-workspaces"
 
 
 #: The roots this process swept already: a killed run's leftovers go at the first stage.
 _swept: set[Path] = set()
 
 
-def _stage(source: Path) -> Workspace:
-    root = workspaces_root()
-    if root not in _swept:
-        _swept.add(root)
-        sweep(root)
-    return stage(source, root)
+class Staging:
+    """A battery's workspaces: each source folder listed once, each trial's copy staged.
 
-
-async def stage_for(source: Path) -> Workspace:
-    """A fresh copy of ``source`` for one trial (off the event loop: it reads the disk).
-
-    The first in a process first sweeps away the workspaces of runs that were
+    A small source (``Source.small``: a few files) is copied, its change set
+    taken and its copy removed right here, on the event loop: a thread's
+    round trip would cost more than the work. A larger one goes to a thread.
+    The first stage in a process sweeps away the copies of runs that were
     killed (their owner process is gone).
     """
-    return await asyncio.to_thread(_stage, source)
+
+    def __init__(self, concurrency: int = 8) -> None:
+        self.concurrency = concurrency
+        self._sources: dict[Path, tuple[Source, Path]] = {}
+
+    async def stage(self, folder: Path) -> Workspace:
+        """A fresh copy of ``folder`` for one trial."""
+        found = self._sources.get(folder)
+        if found is None:
+            found = self._sources[folder] = await asyncio.to_thread(self._first, folder)
+        source, root = found
+        if source.small:
+            return stage(source, root)
+        return await asyncio.to_thread(stage, source, root)
+
+    def _first(self, folder: Path) -> tuple[Source, Path]:
+        """The source listed, and where its copies go: memory when they fit, else disk."""
+        source = Source.of(folder)
+        root = memory_root(source.size * self.concurrency) or workspaces_root()
+        for place in {root, workspaces_root()}:
+            if place not in _swept:
+                _swept.add(place)
+                sweep(place)
+        return source, root
 
 
-async def collect(workspace: Workspace, case: Case) -> WorkspaceFacts:
+
+async def collect(workspace: Workspace, case: Case, inline: bool = False) -> WorkspaceFacts:
     """The outcome facts of one trial: change set, files named, globs asked, commands run.
 
     The change set and the files are taken first, as the agent left them: a
     command run afterwards (``pytest`` writing its cache) changes nothing
-    that is graded.
+    that is graded. ``inline``: a small workspace's are taken on this thread.
     """
     reads, globs, commands = _asked(case)
-    facts = await asyncio.to_thread(_facts_on_disk, workspace, reads, globs)
+    if inline:
+        facts = _facts_on_disk(workspace, reads, globs)
+    else:
+        facts = await asyncio.to_thread(_facts_on_disk, workspace, reads, globs)
     facts.path = str(workspace.path)
     for command, timeout_s in commands:
         facts.commands.append(await run_command(command, timeout_s, workspace.path))
@@ -117,10 +168,11 @@ def _facts_on_disk(workspace: Workspace, reads: list[str], globs: list[str]) -> 
 def _paths(root: Path) -> list[str]:
     """Every file, folder and link below ``root``, relative, sorted; links not followed."""
     paths: list[str] = []
+    cut = len(str(root)) + 1
     for here, dirs, names in os.walk(root, followlinks=False):
         dirs.sort()
         for name in sorted([*dirs, *names]):
-            paths.append(os.path.relpath(os.path.join(here, name), root).replace(os.sep, "/"))
+            paths.append(os.path.join(here, name)[cut:].replace(os.sep, "/"))
     return paths
 
 

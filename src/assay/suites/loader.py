@@ -72,6 +72,9 @@ class LoadedSuite:
     workspace_case: Case | None = None
     #: The first case whose fixture is a folder or a plain file, not a tool fixture.
     folder_fixture_case: Case | None = None
+    #: Each (file, workspace) a case names, resolved (``workspace_path``).
+    _workspaces: dict[tuple[str | None, str | None], Path] = field(default_factory=dict,
+                                                                   repr=False)
     #: Fixture and grader digests, shared by every case's facets (few files, many cases).
     _fixture_digests: dict[Path, str] = field(default_factory=dict, repr=False)
     _grader_digests: dict[str, str] = field(default_factory=dict, repr=False)
@@ -119,11 +122,16 @@ class LoadedSuite:
     def workspace_path(self, case: Case) -> Path | None:
         """The folder a case's trials each work in a copy of: its own ``workspace`` (relative
         to the file that wrote the case), else the suite's (relative to the suite file)."""
-        if case.workspace is not None:
-            return (Path(case.file or self.path).parent / case.workspace).resolve()
-        if self.suite.workspace is not None:
-            return (self.path.parent / self.suite.workspace).resolve()
-        return None
+        if case.workspace is None and self.suite.workspace is None:
+            return None
+        key = (case.file, case.workspace)
+        found = self._workspaces.get(key)
+        if found is None:  # resolved once per file and folder, not per case
+            found = self._workspaces[key] = \
+                (Path(case.file or self.path).parent / case.workspace).resolve() \
+                if case.workspace is not None \
+                else (self.path.parent / str(self.suite.workspace)).resolve()
+        return found
 
 
 def _fixture_path(case: Case, path: Path) -> Path | None:

@@ -26,6 +26,8 @@ from pathlib import Path
 FICLONE = 0x40049409
 #: Threads copying files at once.
 COPY_THREADS = 8
+#: ``cp`` processes copying one folder at once, at most (one per core).
+COPY_PROCESSES = 4
 
 
 class _Cloning:
@@ -33,6 +35,8 @@ class _Cloning:
 
     def __init__(self) -> None:
         self.works = True
+        #: ``copy_file_range`` copies between these two file systems (False after EXDEV).
+        self.in_kernel = True
 
     def copy(self, source: str, target: str, st: os.stat_result) -> None:
         """Copy one regular file: one open each side, a clone or the kernel's copy."""
@@ -41,7 +45,7 @@ class _Cloning:
             fout = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 if not (self.works and self._clone(fin, fout)):
-                    _kernel_copy(fin, fout, st.st_size)
+                    self.in_kernel = _kernel_copy(fin, fout, st.st_size, self.in_kernel)
                 os.fchmod(fout, stat.S_IMODE(st.st_mode))
                 os.utime(fout, ns=(st.st_atime_ns, st.st_mtime_ns))
             finally:
@@ -60,25 +64,46 @@ class _Cloning:
         return True
 
 
-def _kernel_copy(fin: int, fout: int, size: int) -> None:
-    """The bytes copied by the kernel (``copy_file_range``; ``shutil`` where it is missing)."""
+def _kernel_copy(fin: int, fout: int, size: int, in_kernel: bool = True) -> bool:
+    """The bytes copied by the kernel: ``copy_file_range`` (within one file system, and
+    across on newer kernels), else ``sendfile``, else read and write. Returns whether
+    ``copy_file_range`` may be tried for the next file (not after it was refused)."""
     left = size
-    try:
-        while left > 0:
-            done = os.copy_file_range(fin, fout, left)
-            if done == 0:
-                break
-            left -= done
-    except (AttributeError, OSError):
-        os.lseek(fin, 0, os.SEEK_SET)
-        os.lseek(fout, 0, os.SEEK_SET)
-        os.ftruncate(fout, 0)
-        with open(fin, "rb", closefd=False) as src, open(fout, "wb", closefd=False) as dst:
-            shutil.copyfileobj(src, dst)
-        return
+    if in_kernel:
+        try:
+            while left > 0:
+                done = os.copy_file_range(fin, fout, left)
+                if done == 0:
+                    break
+                left -= done
+        except (AttributeError, OSError):
+            in_kernel = False
+            left = size
+            os.lseek(fin, 0, os.SEEK_SET)
+            os.lseek(fout, 0, os.SEEK_SET)
+            os.ftruncate(fout, 0)
+    if not in_kernel:
+        try:
+            offset = 0
+            while offset < size:
+                done = os.sendfile(fout, fin, offset, size - offset)
+                if done == 0:
+                    break
+                offset += done
+            left = size - offset
+        except (AttributeError, OSError):
+            os.lseek(fin, 0, os.SEEK_SET)
+            os.lseek(fout, 0, os.SEEK_SET)
+            os.ftruncate(fout, 0)
+            with open(fin, "rb", closefd=False) as src, open(fout, "wb", closefd=False) as dst:
+                shutil.copyfileobj(src, dst)
+            return in_kernel
+        os.lseek(fin, size - left, os.SEEK_SET)
+        os.lseek(fout, size - left, os.SEEK_SET)
     if left > 0:  # the file grew while it was copied: the rest, plainly
         with open(fin, "rb", closefd=False) as src, open(fout, "ab", closefd=False) as dst:
             shutil.copyfileobj(src, dst)
+    return in_kernel
 
 
 def clones(folder: Path) -> bool:
@@ -105,12 +130,35 @@ def copy_tree(source: Path, target: Path) -> None:
     """
     cp = shutil.which("cp") if sys.platform.startswith("linux") else None
     if cp is not None:
-        done = subprocess.run([cp, "-a", "--reflink=auto", "--no-target-directory",
-                               str(source), str(target)], capture_output=True, check=False)
-        if done.returncode == 0:
+        if _parallel_cp(cp, source, target):
             return
         shutil.rmtree(target, ignore_errors=True)
     python_copy_tree(source, target)
+
+
+def _parallel_cp(cp: str, source: Path, target: Path) -> bool:
+    """``cp -a`` of the folder's entries, split between one ``cp`` per core: a copy of
+    thousands of small files is bound by system calls, which processes make side by
+    side. The folder itself then takes the source's mode and times. False: a ``cp``
+    failed (the caller removes what was made and copies in Python)."""
+    names = sorted(os.listdir(source))
+    parts = max(1, min(os.cpu_count() or 1, COPY_PROCESSES, len(names)))
+    if parts == 1:
+        done = subprocess.run([cp, "-a", "--reflink=auto", "--no-target-directory",
+                               str(source), str(target)], capture_output=True, check=False)
+        return done.returncode == 0
+    target.mkdir()
+    groups = [names[i::parts] for i in range(parts)]
+    running = [subprocess.Popen([cp, "-a", "--reflink=auto", "--target-directory",
+                                 str(target), "--", *(str(source / n) for n in group)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for group in groups]
+    if any([process.wait() != 0 for process in running]):  # every one waited for
+        return False
+    st = os.stat(source)
+    os.chmod(target, stat.S_IMODE(st.st_mode))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return True
 
 
 def python_copy_tree(source: Path, target: Path) -> None:

@@ -1,9 +1,12 @@
 """One trial's workspace: staged from its source, its change set taken, removed, swept.
 
-``stage`` copies the source folder (``copy.copy_tree``) under a root folder and
-writes, beside the copy, who owns it (the process id and that process's start
-time, so a reused id is not mistaken for the owner). After the agent,
-``Workspace.changes`` compares the copy with what was staged:
+``stage`` copies the source folder under a root folder, inside a folder of the
+owning process named by its id and start time (so a reused id is not mistaken
+for the owner): a source of a few entries in Python, in this process; a larger
+one with ``copy.copy_tree``. A ``Source`` lists its folder once for every trial
+staged from it: the copy keeps sizes and modification times, so the copy's
+listing is the source's. After the agent, ``Workspace.changes`` compares the
+copy with what was staged:
 
 - a file whose size and modification time (to the nanosecond) are as staged is
   unchanged, and is never read; only what may have changed is hashed, and the
@@ -14,13 +17,14 @@ time, so a reused id is not mistaken for the owner). After the agent,
 - text files are diffed (unified, ``a/PATH`` → ``b/PATH``) up to ``DIFF_CAP``
   bytes per trial, after which the diff stops at a file boundary and says so.
 
-``remove`` deletes the copy and its owner file; ``sweep`` deletes the
-workspaces of processes that are gone (a run killed with ``kill -9``), so the
-next run leaves none behind.
+``remove`` deletes the copy; ``sweep`` deletes the workspaces of processes that
+are gone (a run killed with ``kill -9``), so the next run leaves none behind.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import difflib
 import hashlib
 import os
@@ -31,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model.changes import DIFF_CAP, ChangeSet, FileChange
-from .copy import copy_tree
+from .copy import copy_tree, python_copy_tree
 
-#: The owner file's suffix, beside each workspace folder.
+#: The owner file's suffix, beside each workspace folder (as an earlier version staged).
 OWNER = ".owner"
+#: A source of at most this many files, folders and links is copied in this process:
+#: starting ``cp`` would cost more than the copy.
+SMALL = 64
 #: Bytes read of a file to tell text from binary (a NUL in them, or not UTF-8).
 SNIFF = 8192
 
@@ -50,17 +57,50 @@ class _Entry:
 
 def _listing(root: Path) -> dict[str, _Entry]:
     """Every file and link below ``root`` by its path from there (``/``-separated)."""
+    return _walk(root)[0]
+
+
+def _walk(root: Path) -> tuple[dict[str, _Entry], int]:
+    """``_listing`` and the number of entries (folders too) below ``root``."""
     found: dict[str, _Entry] = {}
+    entries = 0
+    cut = len(str(root)) + 1  # a path below root, less "root/": relpath without its cost
     for here, dirs, names in os.walk(root, followlinks=False):
+        entries += len(dirs) + len(names)
         for name in [*dirs, *names]:
             path = os.path.join(here, name)
             st = os.lstat(path)
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            rel = path[cut:] if os.sep == "/" else path[cut:].replace(os.sep, "/")
             if stat.S_ISLNK(st.st_mode):
                 found[rel] = _Entry(0, 0, os.readlink(path))
             elif stat.S_ISREG(st.st_mode):
                 found[rel] = _Entry(st.st_size, st.st_mtime_ns)
-    return found
+    return found, entries
+
+
+@dataclass(frozen=True)
+class Source:
+    """A folder trials are staged from, listed once (a run's sources do not change under it)."""
+
+    path: Path
+    listing: dict[str, _Entry] = field(repr=False)
+    entries: int
+
+    @classmethod
+    def of(cls, path: Path) -> Source:
+        """The folder ``path``, listed now."""
+        listing, entries = _walk(path)
+        return cls(path, listing, entries)
+
+    @property
+    def size(self) -> int:
+        """The bytes of its files."""
+        return sum(entry.size for entry in self.listing.values())
+
+    @property
+    def small(self) -> bool:
+        """Few enough entries to copy here rather than start ``cp``."""
+        return self.entries <= SMALL
 
 
 def _digest(path: Path) -> str:
@@ -102,6 +142,8 @@ class Workspace:
     path: Path
     source: Path
     _staged: dict[str, _Entry] = field(repr=False)
+    #: Staged from a ``Source.small``: its work is cheap enough to do anywhere.
+    small: bool = False
 
     def changes(self, cap: int = DIFF_CAP) -> ChangeSet:
         """What the agent created, modified and deleted here, with a diff of the text."""
@@ -149,9 +191,11 @@ class Workspace:
                           sha256=_digest(self.source / rel))
 
     def remove(self) -> None:
-        """Delete the copy and its owner file (gone already is fine)."""
-        shutil.rmtree(self.path, ignore_errors=True)
-        Path(str(self.path) + OWNER).unlink(missing_ok=True)
+        """Delete the copy (gone already is fine)."""
+        try:
+            os.rmdir(self.path)  # an empty one, as many are: one system call
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _diff(texts: list[tuple[str, list[str], list[str]]], cap: int) -> tuple[str, bool]:
@@ -172,18 +216,54 @@ def _diff(texts: list[tuple[str, list[str], list[str]]], cap: int) -> tuple[str,
     return "".join(parts), False
 
 
-def stage(source: Path, root: Path) -> Workspace:
-    """A fresh copy of the folder ``source`` under ``root``, owned by this process."""
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / uuid.uuid4().hex
+#: This process's folder under each root it staged in (made once).
+_owned: dict[Path, Path] = {}
+
+
+def _owner_folder(root: Path) -> Path:
+    """This process's folder under ``root``: ``PID-STARTTIME``, made on first use."""
     pid = os.getpid()
-    Path(str(path) + OWNER).write_text(f"{pid} {_start_time(pid) or ''}\n")
+    key = root
+    found = _owned.get(key)
+    if found is None or not found.name.startswith(f"{pid}-"):
+        found = root / f"{pid}-{_start_time(pid) or 'unknown'}"
+        found.mkdir(parents=True, exist_ok=True)
+        # An earlier version left an owner file beside each copy; the sweep still reads them.
+        if not _owned:
+            atexit.register(_leave)
+        _owned[key] = found
+    return found
+
+
+def _leave() -> None:
+    """At exit: this process's folders, if every workspace in them was removed."""
+    for folder in _owned.values():
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def stage(source: Path | Source, root: Path) -> Workspace:
+    """A fresh copy of the folder ``source`` under ``root``, owned by this process.
+
+    Given a ``Source``, its listing stands for the copy's (no walk of the copy).
+    """
+    listed = source if isinstance(source, Source) else None
+    folder = listed.path if listed is not None else source
+    assert isinstance(folder, Path)
+    path = _owner_folder(root) / uuid.uuid4().hex
     try:
-        copy_tree(source, path)
+        if listed is not None and listed.entries == 0:
+            os.mkdir(path)
+        elif listed is not None and listed.small:
+            python_copy_tree(folder, path)
+        else:
+            copy_tree(folder, path)
     except BaseException:
-        Workspace(path, source, {}).remove()
+        Workspace(path, folder, {}).remove()
         raise
-    return Workspace(path, source, _listing(path))
+    if listed is not None:
+        return Workspace(path, folder, listed.listing, listed.small)
+    return Workspace(path, folder, _listing(path))
 
 
 def sweep(root: Path) -> list[Path]:
@@ -196,6 +276,16 @@ def sweep(root: Path) -> list[Path]:
     removed: list[Path] = []
     if not root.is_dir():
         return removed
+    for folder in root.iterdir():
+        pid_text, dash, started = folder.name.partition("-")
+        if not dash or not pid_text.isdigit() or not folder.is_dir():
+            continue
+        pid = int(pid_text)
+        now = _start_time(pid)
+        if now is not None and (started == "unknown" or now == started):
+            continue
+        removed.extend(sorted(folder.iterdir()))
+        shutil.rmtree(folder, ignore_errors=True)
     for owner in root.glob(f"*{OWNER}"):
         try:
             pid_text, _, started = owner.read_text().strip().partition(" ")

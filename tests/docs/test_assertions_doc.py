@@ -23,7 +23,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "assertions.md"
 ELSEWHERE = {"judge": "judges.md", "rubric": "judges.md", "similar": "judges.md",
              "exit_code": "hosts.md", "activates_skill": "hosts.md",
              "never_activates_skill": "hosts.md", "files": "outcome-checks.md",
-             "file": "outcome-checks.md", "command": "outcome-checks.md"}
+             "file": "outcome-checks.md", "command": "outcome-checks.md",
+             "state": "outcome-checks.md"}
 
 
 def blocks(kind: str) -> list[str]:

@@ -112,7 +112,6 @@ class Staging:
         return source, root
 
 
-
 async def collect(workspace: Workspace, case: Case, inline: bool = False) -> WorkspaceFacts:
     """The outcome facts of one trial: change set, files named, globs asked, commands run.
 

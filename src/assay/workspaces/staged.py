@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import difflib
+import functools
 import hashlib
 import os
 import shutil
@@ -42,6 +43,8 @@ OWNER = ".owner"
 #: A source of at most this many files, folders and links is copied in this process:
 #: starting ``cp`` would cost more than the copy.
 SMALL = 64
+#: ... and of at most this many bytes (its copy may run on the event loop).
+SMALL_BYTES = 1 << 20
 #: Bytes read of a file to tell text from binary (a NUL in them, or not UTF-8).
 SNIFF = 8192
 
@@ -92,15 +95,15 @@ class Source:
         listing, entries = _walk(path)
         return cls(path, listing, entries)
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         """The bytes of its files."""
         return sum(entry.size for entry in self.listing.values())
 
     @property
     def small(self) -> bool:
-        """Few enough entries to copy here rather than start ``cp``."""
-        return self.entries <= SMALL
+        """Few enough entries and bytes to copy here rather than start ``cp``."""
+        return self.entries <= SMALL and self.size <= SMALL_BYTES
 
 
 def _digest(path: Path) -> str:

@@ -368,3 +368,110 @@ def test_replay_grades_the_outcome_checks_again_from_the_stored_facts(project, s
     shown = project.assay("show", run_id)
     assert "changed, but expected unchanged: tests/test_total.py" in shown.out
     assert "modified tests/test_total.py" in shown.out
+
+
+NOTES_SERVER = """
+import os
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("notes")
+
+
+@server.tool()
+def write_note(text: str) -> dict:
+    '''Write a note in the folder the server runs in.'''
+    Path("note.txt").write_text(text)
+    return {"cwd_is_workspace": os.getcwd() == os.environ.get("ASSAY_WORKSPACE"),
+            "pid": os.getpid()}
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+"""
+
+
+def test_an_mcp_stdio_server_is_started_in_each_trials_workspace(project, tmp_path):
+    import sys
+
+    project.write("evals/notes_server.py", NOTES_SERVER)
+    project.write("evals/ws/readme.txt", "a folder for notes\n")
+    project.write("evals/n.suite.yaml", f"""
+        suite: t/notes@1
+        target: "mcp+stdio:{sys.executable} notes_server.py"
+        call: {{tool: write_note}}
+        workspace: ws
+        trials: 2
+        cases:
+          - id: writes
+            input: {{text: hello}}
+            expect:
+              - {{path: $.cwd_is_workspace, equals: true}}
+              - files: {{created: [note.txt], unchanged: [readme.txt]}}
+              - file: note.txt
+                equals: hello
+        """)
+    done = project.assay("run", "--no-store", "--json", "r.json",
+                         env={**os.environ, "ASSAY_WORKSPACES": str(tmp_path / "staged")})
+    assert done.code == 0, done.out + done.err
+    report = json.loads((project.root / "r.json").read_text())
+    trials = report["cases"][0]["trials"]
+    assert [t["outcome"] for t in trials] == ["pass", "pass"]
+    # One server per trial, each in its own copy; the suite's folder has no note.
+    assert not (project.root / "evals" / "ws" / "note.txt").exists()
+    assert _workspaces(tmp_path / "staged") == []
+
+
+def test_ctrl_c_leaves_no_workspace_behind(project, tmp_path):
+    import subprocess
+    import sys
+
+    project.write("evals/ws/a.txt", "a\n")
+    project.write("evals/stop_agent.py", """
+        import asyncio, os, signal
+
+        calls = 0
+
+        async def agent(prompt, tools):
+            global calls
+            calls += 1
+            (tools.workspace / "mine.txt").write_text(prompt)
+            if calls == 3:
+                os.kill(os.getpid(), signal.SIGINT)   # the user presses Ctrl-C
+                await asyncio.sleep(3600)             # and this trial never finishes
+            return prompt
+        """)
+    rule = "[{files: {created: [mine.txt]}}]"
+    project.write("evals/stop.suite.yaml", "suite: t/stop@1\ntarget: python:stop_agent:agent\n"
+                  "workspace: ws\ncases:\n" + "".join(
+                      f"  - {{id: c{i}, input: c{i}, expect: {rule}}}\n" for i in range(8)))
+    staged = tmp_path / "staged"
+    done = subprocess.run([sys.executable, "-m", "assay", "run", "--no-store", "--concurrency",
+                           "2", "--json", "r.json"], cwd=project.root, capture_output=True,
+                          text=True, timeout=60,
+                          env={**os.environ, "ASSAY_WORKSPACES": str(staged)})
+    assert done.returncode == 1 and "interrupted" in done.stderr, done.stderr
+    report = json.loads((project.root / "r.json").read_text())
+    assert report["interrupted"] is True
+    assert [c["outcome"] for c in report["cases"][:2]] == ["pass", "pass"]
+    # The trials in flight and the finished ones: no copy is left, nor the owner's folder.
+    left = [copy for owner in _workspaces(staged) for copy in owner.iterdir()]
+    assert left == []
+
+
+def test_a_workspace_over_one_gibibyte_is_refused_at_load(project):
+    big = project.root / "evals" / "huge"
+    big.mkdir(parents=True)
+    with open(big / "disk.img", "wb") as sparse:  # 1.1 GiB that take no room on the disk
+        sparse.truncate(int(1.1 * (1 << 30)))
+    project.write("evals/h.suite.yaml", """
+        suite: t/huge@1
+        target: python:agent:agent
+        cases:
+          - id: c
+            input: x
+            workspace: huge
+        """)
+    done = project.assay("run", "--no-store")
+    assert done.code == 2 and "holds more than 1 GiB" in done.err, done.err
+    assert "h.suite.yaml:6" in done.err and "Traceback" not in done.err

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import os
 import textwrap
 import time
 from collections.abc import Coroutine
@@ -139,7 +140,15 @@ class McpTarget:
     async def _connect(self, workspace: Path | None = None) -> Connection:
         if self.stdio and workspace is not None:
             # A case with a workspace: its own server, started in the trial's copy (SPEC §14).
-            connection = stdio_connection(self._command[0], self._command[1:], workspace,
+            # The command and its arguments that name files beside the suite still name
+            # them from there: it starts elsewhere.
+            base = self.options.base_dir.resolve()
+            command, *rest = self._command
+            if os.sep in command and not os.path.isabs(command):
+                command = str(base / command)
+            args = [str(base / arg) if not os.path.isabs(arg) and (base / arg).exists() else arg
+                    for arg in rest]
+            connection = stdio_connection(command, args, workspace,
                                           {"ASSAY_WORKSPACE": str(workspace)})
         elif self.stdio:
             connection = stdio_connection(self._command[0], self._command[1:],

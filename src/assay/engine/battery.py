@@ -15,7 +15,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..checks import Opinions, grade_facts, grade_trace, lookup, reads_opinions, verdict
@@ -543,7 +543,10 @@ class Battery:
             return self._broken(slot, f"the workspace could not be staged: "
                                       f"{exc.strerror or exc}", began)
         try:
-            request = replace(slot.request, workspace=staged.path)
+            given = slot.request
+            request = TrialRequest(case=given.case, n=given.n, timeout_s=given.timeout_s,
+                                   fixture=given.fixture, tools=given.tools, call=given.call,
+                                   workspace=staged.path, partial=given.partial)
             result = await self._run_and_grade(slot, request, staged)
         except BaseException:
             staged.remove()  # an interrupt too leaves no workspace behind

@@ -152,8 +152,10 @@ def _asked(case: Case) -> tuple[list[str], list[str], list[tuple[str | list[str]
 
 
 def _facts_on_disk(workspace: Workspace, reads: list[str], globs: list[str]) -> WorkspaceFacts:
-    facts = WorkspaceFacts(changes=workspace.changes(),
-                           files=[read_file(workspace.path, rel) for rel in reads])
+    # Our own facts, each part validated as it was made: not validated again.
+    facts = WorkspaceFacts.model_construct(
+        changes=workspace.changes(), files=[read_file(workspace.path, rel) for rel in reads],
+        commands=[], found={})
     if globs:
         found: dict[str, list[str]] = {glob: [] for glob in globs}
         for rel in _paths(workspace.path):

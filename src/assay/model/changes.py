@@ -57,9 +57,13 @@ class ChangeSet(BaseModel):
 
     @classmethod
     def of(cls, files: list[FileChange], diff: str, truncated: bool) -> ChangeSet:
-        """A change set whose diff text is made storable (it holds what the agent wrote)."""
-        return cls(files=sorted(files, key=lambda f: f.path), diff=storable_text(diff),
-                   diff_truncated=truncated)
+        """A change set whose diff text is made storable (it holds what the agent wrote).
+
+        Built from fields already validated (each ``FileChange`` was), so not
+        validated again: this runs once per trial of every case with a workspace.
+        """
+        return cls.model_construct(files=sorted(files, key=lambda f: f.path),
+                                   diff=storable_text(diff), diff_truncated=truncated)
 
 
 #: The most bytes of one file a ``file:`` check is given; past it the content is cut

@@ -28,10 +28,10 @@ import contextlib
 import difflib
 import functools
 import hashlib
+import itertools
 import os
 import shutil
 import stat
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,6 +219,8 @@ def _diff(texts: list[tuple[str, list[str], list[str]]], cap: int) -> tuple[str,
     return "".join(parts), False
 
 
+#: The names of this process's copies.
+_numbers = itertools.count(1)
 #: This process's folder under each root it staged in (made once).
 _owned: dict[Path, Path] = {}
 
@@ -253,7 +255,8 @@ def stage(source: Path | Source, root: Path) -> Workspace:
     listed = source if isinstance(source, Source) else None
     folder = listed.path if listed is not None else source
     assert isinstance(folder, Path)
-    path = _owner_folder(root) / uuid.uuid4().hex
+    # Unique within the owner's folder, which no other process writes in.
+    path = _owner_folder(root) / f"{next(_numbers):x}"
     try:
         if listed is not None and listed.entries == 0:
             os.mkdir(path)

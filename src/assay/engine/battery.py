@@ -539,9 +539,9 @@ class Battery:
         began = self.clock.monotonic()
         try:
             staged = await self._staging.stage(slot.workspace)
-        except OSError as exc:
-            return self._broken(slot, f"the workspace could not be staged: "
-                                      f"{exc.strerror or exc}", began)
+        except Exception as exc:  # a folder that cannot be copied breaks this trial, not the run
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return self._broken(slot, f"the workspace could not be staged: {why}", began)
         try:
             given = slot.request
             request = TrialRequest(case=given.case, n=given.n, timeout_s=given.timeout_s,
@@ -598,9 +598,10 @@ class Battery:
 
             try:
                 facts = await collect(staged, request.case, inline=staged.small)
-            except OSError as exc:
-                return self._broken(slot, "the workspace could not be read after the trial: "
-                                          f"{exc.strerror or exc}", began)
+            except Exception as exc:  # what cannot be read breaks this trial, not the run
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                return self._broken(slot, f"the workspace could not be read after the trial: "
+                                          f"{why}", began)
             trace = trace.model_copy(update={
                 "workspace": facts,
                 "evidence": {**trace.evidence, "workspace": Evidence.OBSERVED}})

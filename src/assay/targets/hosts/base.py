@@ -271,11 +271,11 @@ class CliHost(ABC):
                 # record, read now, while the CLI's home still holds its session.
                 try:
                     cut = self.partial_trace(finished, request, prompt, home)
-                except Exception:
+                    if cut is not None:
+                        self._pin_facets(cut, request)
+                        cut = _with_fixture(cut, state_file, tools)
+                except Exception:  # TrialBroken too: no record to keep, the timeout stands
                     cut = None
-                if cut is not None:
-                    self._pin_facets(cut, request)
-                    cut = _with_fixture(cut, state_file, tools)
                 request.partial.keep(lambda: cut)
                 raise
             trace = self.trace(finished, request, prompt, home)

@@ -137,3 +137,22 @@ cases:
         assert done.code == 2, (name, done.err)
         assert said in done.err and "Traceback" not in done.err, (name, done.err)
         assert "s.suite.yaml:" in done.err or "stateful.yaml:" in done.err, (name, done.err)
+
+
+def test_a_state_check_prepared_twice_is_the_same_and_both_forms_at_once_are_refused(tmp_path):
+    """Loading prepares an argument; a stored suite's prepared argument may be prepared
+    again (online sampling, drafts): equals_file's document beside it is not a conflict."""
+    from assay.checks import LoadContext, lookup
+
+    (tmp_path / "expected.yaml").write_text("items: [tea]\n")
+    state, ctx = lookup("state"), LoadContext(base_dir=tmp_path)
+    assert state is not None
+    once = state.prepare({"equals_file": "expected.yaml"}, ctx)
+    assert once == {"equals_file": "expected.yaml", "equals": {"items": ["tea"]}}
+    assert state.prepare(once, ctx) == once
+    try:
+        state.prepare({"equals_file": "expected.yaml", "equals": {"items": []}}, ctx)
+    except ValueError as exc:
+        assert "give one" in str(exc)
+    else:
+        raise AssertionError("equals and equals_file that differ were accepted")

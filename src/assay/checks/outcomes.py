@@ -271,16 +271,19 @@ def _prepare_state(arg: Any, ctx: LoadContext) -> Any:
         elif key == "equals_file":
             if not isinstance(value, str) or not value:
                 raise ValueError("equals_file names a JSON or YAML file")
-            # The document is read now: a file that does not parse is the suite's mistake,
-            # and what the state is compared with is part of what the suite is.
             prepared["equals_file"] = value
-            prepared["equals"] = read_document(ctx.base_dir / value)
         else:
             prepared.update(_prepare_subchecks({key: value}, "state", ctx))
+    if "equals_file" in prepared:
+        # The document is read now: a file that does not parse is the suite's mistake,
+        # and what the state is compared with is part of what the suite is.
+        document = read_document(ctx.base_dir / prepared["equals_file"])
+        if "equals" in arg and not same(arg["equals"], document):
+            # (Both and alike is an argument prepared already, prepared again.)
+            raise ValueError("gives equals and equals_file; give one")
+        prepared["equals"] = document
     if not [k for k in prepared if k not in ("path", "equals_file")]:
         raise ValueError("names no check to apply to the state (equals, includes, …)")
-    if "equals_file" in arg and "equals" in arg:
-        raise ValueError("gives equals and equals_file; give one")
     return prepared
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from ..documents import read_document
 from ..model import Assertion, Trace
 from ..model.changes import ChangeSet, WorkspaceFacts, check_glob, glob_matches
-from ..model.values import compile_path, same, select, short, type_name
+from ..model.values import compile_path, one_line, same, select, short, type_name
 from .registry import Check, Judgement, LoadContext, lookup, register
 
 #: The keys of ``files:``, each a list of globs.
@@ -109,12 +109,6 @@ def _facts(trace: Trace) -> WorkspaceFacts | None:
     return trace.workspace
 
 
-def _clip(text: str, most: int = 80) -> str:
-    """One line of at most ``most`` characters, for a note."""
-    line = " ".join(text.split())
-    return line if len(line) <= most else line[: most - 1] + "…"
-
-
 def _named(paths: list[str]) -> str:
     shown = ", ".join(paths[:_NAMED])
     return shown + (f" and {len(paths) - _NAMED} more" if len(paths) > _NAMED else "")
@@ -184,16 +178,15 @@ def _judge(key: str, value: Any, path: str | None, subject: Any) -> Judgement:
 
 def _parsed(text: str) -> tuple[bool, Any]:
     """Text as the JSON or YAML value it holds, if it holds one."""
-    try:
-        return True, json.loads(text)
-    except ValueError:
-        pass
     import yaml
 
     try:
-        return True, yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False, None
+        return True, json.loads(text)
+    except ValueError:
+        try:
+            return True, yaml.safe_load(text)
+        except yaml.YAMLError:
+            return False, None
 
 
 def _on_text(assertion: Assertion, text: str, what: str, own: tuple[str, ...]) -> Judgement:
@@ -239,7 +232,8 @@ def _command(assertion: Assertion, trace: Trace) -> Judgement:
     if facts is None:
         return Judgement("inconclusive", "no workspace was collected for this trial")
     arg = assertion.arg
-    shown = _clip(arg["command"] if isinstance(arg["command"], str) else " ".join(arg["command"]))
+    command = arg["command"]
+    shown = one_line(command if isinstance(command, str) else " ".join(command))
     run = facts.command(arg["command"], arg["timeout_s"])
     if run is None:
         return Judgement("inconclusive", f"`{shown}` was not run after the trial")

@@ -9,6 +9,7 @@ never a case's content, so nothing of a hidden case reaches the terminal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import secrets
 from array import array
@@ -567,11 +568,10 @@ class Battery:
         if keep is not None and case.split == "public" and self.run_id:
             from .outcomes import keep as keep_workspace
 
-            try:
+            # Kept or not, the trial stands; what could not be moved is removed below.
+            with contextlib.suppress(OSError):
                 keep_workspace(staged, keep / self.run_id / _safe_name(case.id)
                                / str(slot.request.n))
-            except OSError:
-                pass  # kept or not, the trial stands; what could not be moved is removed
         staged.remove()
 
     async def _run_and_grade(self, slot: _Slot, request: TrialRequest,

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from .evidence import Evidence
+from .values import one_line
 
 SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*@[0-9]+$")
 #: Longest case id: what every store holds (its column is 200 characters).
@@ -140,9 +141,7 @@ class Assertion(BaseModel):
         name = self.check
         if name in HEADED and isinstance(self.arg, dict):
             head = self.arg.get(name)
-            words = " ".join(head) if isinstance(head, list) else str(head)
-            words = " ".join(words.split())
-            name = f"{name} {words if len(words) <= 60 else words[:59] + '…'}"
+            name = f"{name} {one_line(' '.join(head) if isinstance(head, list) else str(head), 60)}"
         elif name == "state" and isinstance(self.arg, dict) and \
                 isinstance(self.arg.get("path"), str):
             name = f"state {self.arg['path']}"

@@ -180,6 +180,12 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def one_line(text: str, limit: int = 80) -> str:
+    """Text on one line (runs of whitespace as one space), cut to ``limit`` with "…"."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def short(value: Any, limit: int = 80) -> str:
     """A value shortened for a note."""
     text = as_text(value) if not isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -8,8 +8,6 @@ by the same code, so a rule cannot differ between the two.
 from __future__ import annotations
 
 import difflib
-import os
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from ..model import MODIFIERS, Assertion, Case, Evidence, Suite
 from ..model.changes import glob_matches
 from ..model.suite import assertion_name, pin_problem
 from ..model.values import compile_path
+from ..workspaces.staged import Source
 from .marks import Loc
 
 LineOf = Callable[[Loc], int | None]
@@ -233,22 +232,14 @@ def _survey(path: Path) -> Survey:
         return Survey("does not exist")
     if not path.is_dir():
         return Survey("is not a folder (a workspace is a folder; put the file in one)")
-    total = 0
-    paths: list[str] = []
-    for here, dirs, names in os.walk(path, followlinks=False):
-        for name in [*dirs, *names]:
-            full = os.path.join(here, name)
-            paths.append(os.path.relpath(full, path).replace(os.sep, "/"))
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                total += st.st_size
-        if total > MAX_WORKSPACE_BYTES:
-            return Survey(f"holds more than {MAX_WORKSPACE_BYTES >> 30} GiB; a workspace is "
-                          "copied for every trial, so it is at most 1 GiB")
-    return Survey(None, tuple(paths))
+    try:
+        source = Source.of(path)  # its files and links, as a trial's copy will be listed
+    except OSError as exc:
+        return Survey(f"cannot be read: {exc.strerror or exc}")
+    if source.size > MAX_WORKSPACE_BYTES:
+        return Survey(f"holds more than {MAX_WORKSPACE_BYTES >> 30} GiB; a workspace is "
+                      "copied for every trial, so it is at most 1 GiB")
+    return Survey(None, tuple(source.listing))
 
 
 def check_outcomes(case: Case, workspace: Path | None, problem: Problem) -> None:

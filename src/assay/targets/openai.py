@@ -27,8 +27,9 @@ from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..model import Event, Evidence, Status, Trace, Usage
 from ..model.fixture import FixtureTool, ToolFixture
+from ..model.values import one_line
 from .agent_cache import FACET, ON, AgentCache
-from .agent_tools import FixtureState, fixture_result, json_value
+from .agent_tools import FixtureState, json_value
 from .backoff import DEFAULT, REFUSALS, Backoff, Refused, Wait
 from .base import (
     TargetOptions,
@@ -192,7 +193,7 @@ class OpenAITarget:
                                             on_wait=on_wait)
         except Refused as refused:
             raise TrialBroken(f"the server answered HTTP {refused.status}: "
-                              f"{_short(refused.message)} ({refused.stopped})") from None
+                              f"{one_line(refused.message, 200)} ({refused.stopped})") from None
         read = read_reply(reply)
         self._note(read, body["model"])
         return read
@@ -218,13 +219,13 @@ class OpenAITarget:
                 raise TrialBroken("the server does not serve the model this case pins "
                                   "(HTTP 404)") from None
             raise TrialBroken(f"the server answered HTTP {exc.status_code}: "
-                              f"{_short(exc.message)}") from None
+                              f"{one_line(exc.message, 200)}") from None
         except openai.APIConnectionError as exc:
-            raise TrialBroken(f"lost the server: {_short(str(exc))}"
+            raise TrialBroken(f"lost the server: {one_line(str(exc), 200)}"
                               f"{_cause(exc)}") from None
         except openai.OpenAIError as exc:
             raise TrialBroken(f"bad reply from the server: {type(exc).__name__}: "
-                              f"{_short(str(exc))}") from None
+                              f"{one_line(str(exc), 200)}") from None
         if not getattr(reply, "choices", None):
             raise TrialBroken("the server's reply has no choices")
         return reply
@@ -390,7 +391,7 @@ class _Conversation:
                 result = await asyncio.to_thread(self.state.answer, tool, arguments,
                                                  self.base_dir)
             else:
-                result = fixture_result(tool, arguments, self.base_dir)
+                result = self.state.answer(tool, arguments, self.base_dir)
             result = json_value(result, f"the result of tool {name!r}")
         except Exception as exc:  # a failing tool is news for the model, as it would be live
             if self.state.broken is not None:
@@ -450,11 +451,6 @@ class _Conversation:
                      evidence=given, state=self.state.value)
 
 
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _cause(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
-    return f" ({_short(str(cause), 120)})" if cause is not None and str(cause) else ""
+    return f" ({one_line(str(cause), 120)})" if cause is not None and str(cause) else ""

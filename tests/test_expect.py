@@ -21,6 +21,7 @@ suite = Suite(id="t/helpers@1", target="python:x:y", cases=[
                                            "cc": {"icase": ["A@b.com"]}}},
         ),
         expect.calls("crm.lookup", args={"customer": "C-1"}, times=1),
+        expect.calls("erp.transfer", denied=True, result={"regex": "refused"}),
         expect.calls([{"tool": "a"}, {"tool": "b"}]),
         expect.calls_before("crm.lookup", "erp.refund"),
         expect.asks(before="erp.refund"),
@@ -45,6 +46,7 @@ cases:
                       {tool: mail.send, args: {to: {includes: {icase: x@evil.com}},
                                                cc: {icase: [A@b.com]}}}]
       - calls: {tool: crm.lookup, args: {customer: C-1}, times: 1}
+      - calls: {tool: erp.transfer, denied: true, result: {regex: refused}}
       - calls: [{tool: a}, {tool: b}]
       - calls_before: [crm.lookup, erp.refund]
       - asks: {before: erp.refund}
@@ -67,7 +69,8 @@ def test_python_helpers_match_the_yaml_form(tmp_path: Path) -> None:
     from_py = load_suite_file(py / "helpers_eval.py")
     from_yaml = load_suite_file(yml / "helpers.suite.yaml")
     assert [a.check for a in from_py.suite.cases[0].expect] == [
-        "never_calls", "calls", "calls", "calls_before", "asks", "settles", "within_steps",
+        "never_calls", "calls", "calls", "calls", "calls_before", "asks", "settles",
+        "within_steps",
         "costs_at_most", "exit_code", "activates_skill", "never_activates_skill",
     ]
     assert from_py.digest == from_yaml.digest

@@ -120,15 +120,27 @@ def never_calls(*tools: str | dict[str, Any]) -> Assertion:
     return check("never_calls", list(tools), _depth=2)
 
 
+#: Stands for "not given" where ``None`` is a value someone may mean (a result of null).
+_UNSET: Any = object()
+
+
 def calls(tool: str | list[dict[str, Any]], *, args: dict[str, Any] | None = None,
-          times: int | None = None, strict: bool | None = None) -> Assertion:
-    """A call of ``tool`` (glob) with matching ``args``; a list is a set of parallel calls."""
+          times: int | None = None, strict: bool | None = None, result: Any = _UNSET,
+          denied: bool | None = None) -> Assertion:
+    """A call of ``tool`` (glob) with matching ``args``; a list is a set of parallel calls.
+
+    ``result`` names only calls whose result meets it (a value or a matcher);
+    ``denied=True`` only calls the host, a rule or the tool refused.
+    """
     if isinstance(tool, list):
         return check("calls", tool, _depth=2)
     spec: dict[str, Any] = {"tool": tool}
-    for key, value in (("args", args), ("times", times), ("strict", strict)):
+    for key, value in (("args", args), ("times", times), ("strict", strict),
+                       ("denied", denied)):
         if value is not None:
             spec[key] = value
+    if result is not _UNSET:
+        spec["result"] = result
     return check("calls", spec if len(spec) > 1 else tool, _depth=2)
 
 

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from assay.checks import LoadContext, lookup, verdict
 from assay.checks.arguments import (
     MISSING,
+    Call,
     assign,
     call_matches,
+    calls_of,
     describe_miss,
     first_miss,
     prepare_args,
@@ -26,6 +28,11 @@ from assay.model import Assertion, Event, Evidence, Trace
 
 def call(name: str, arguments: Any = None) -> Event:
     return Event(kind="tool_call", name=name, arguments=arguments)
+
+
+def seen(name: str, arguments: Any = None) -> Call:
+    """A recorded call, with nothing known of its result."""
+    return Call(1, 0, call(name, arguments))
 
 
 def fits(args: dict[str, Any], arguments: Any, *, strict: bool = False) -> bool:
@@ -236,13 +243,13 @@ def test_arguments_that_are_not_an_object_do_not_match_an_args_pattern() -> None
 
 
 def test_tool_names_match_by_glob_case_sensitively() -> None:
-    assert call_matches(prepare_call("erp.*"), call("erp.transfer"))
-    assert call_matches(prepare_call("erp.transfer"), call("erp.transfer"))
-    assert not call_matches(prepare_call("erp.*"), call("crm.lookup"))
-    assert not call_matches(prepare_call("ERP.*"), call("erp.transfer"))
-    assert call_matches(prepare_call("mcp__*__search"), call("mcp__docs__search"))
-    assert call_matches(prepare_call("tool[12]"), call("tool2"))
-    assert not call_matches(prepare_call("erp.transfer"), call("erp.transfer_all"))
+    assert call_matches(prepare_call("erp.*"), seen("erp.transfer"))
+    assert call_matches(prepare_call("erp.transfer"), seen("erp.transfer"))
+    assert not call_matches(prepare_call("erp.*"), seen("crm.lookup"))
+    assert not call_matches(prepare_call("ERP.*"), seen("erp.transfer"))
+    assert call_matches(prepare_call("mcp__*__search"), seen("mcp__docs__search"))
+    assert call_matches(prepare_call("tool[12]"), seen("tool2"))
+    assert not call_matches(prepare_call("erp.transfer"), seen("erp.transfer_all"))
 
 
 # --- load-time validation ------------------------------------------------------------------
@@ -286,7 +293,10 @@ def test_bad_args_are_refused_with_a_reason(args: Any, message: str | None) -> N
     (3, "a call is a tool-name glob or {tool, args}"),
     ({"args": {"a": 1}}, "a call needs tool"),
     ({"tool": ""}, "a call needs tool"),
-    ({"tool": "t", "arg": {}}, "unknown key 'arg' in a call (allowed: tool, args, strict)"),
+    ({"tool": "t", "arg": {}},
+     "unknown key 'arg' in a call (allowed: tool, args, strict, result, denied)"),
+    ({"tool": "t", "denied": "yes"}, "denied is true or false"),
+    ({"tool": "t", "result": {"regexp": "x"}}, "result: unknown matcher 'regexp'"),
     ({"tool": "t", "strict": "yes"}, "strict is true or false"),
 ])
 def test_bad_call_patterns_are_refused(spec: Any, message: str) -> None:
@@ -312,7 +322,7 @@ def greedy(expected: list[Any], actual: list[Any], ok: Any) -> bool:
 def test_a_perfect_assignment_is_found_where_greedy_pairing_fails() -> None:
     loose = prepare_call({"tool": "play", "args": {"artist": {"type": "string"}}})
     tight = prepare_call({"tool": "play", "args": {"artist": "Taylor Swift"}})
-    actual = [call("play", {"artist": "Taylor Swift"}), call("play", {"artist": "Maroon 5"})]
+    actual = [seen("play", {"artist": "Taylor Swift"}), seen("play", {"artist": "Maroon 5"})]
     # Greedy hands the only Taylor Swift call to the loose pattern and strands the tight one.
     assert not greedy([loose, tight], actual, call_matches)
     pairing = assign([loose, tight], actual, call_matches)
@@ -323,7 +333,7 @@ def test_a_perfect_assignment_is_found_where_greedy_pairing_fails() -> None:
 
 def test_no_perfect_assignment_leaves_an_expected_item_without_a_partner() -> None:
     a = prepare_call({"tool": "play", "args": {"artist": "Taylor Swift"}})
-    actual = [call("play", {"artist": "Taylor Swift"}), call("play", {"artist": "Maroon 5"})]
+    actual = [seen("play", {"artist": "Taylor Swift"}), seen("play", {"artist": "Maroon 5"})]
     pairing = assign([a, a], actual, call_matches)
     assert not pairing.complete
     assert sorted(p for p in pairing.partner if p is not None) == [0]
@@ -375,3 +385,74 @@ def test_parallel_sets_pass_in_any_order_and_fail_without_any_one_call(
     for k in range(len(matching)):
         fewer = [e for e in actual if e is not matching[k]]
         assert verdict(assertion, Trace(events=fewer, evidence=ev)).outcome == "fail"
+
+
+# --- what became of a call ---------------------------------------------------------------
+
+
+def result(name: str | None, value: Any, *, call_id: str | None = None,
+           error: bool = False) -> Event:
+    return Event(kind="tool_result", name=name, result=value, call_id=call_id, is_error=error)
+
+
+def test_results_go_to_their_call_by_id_else_to_the_oldest_unanswered_call_of_the_tool(
+) -> None:
+    events = [
+        Event(kind="tool_call", name="pay", call_id="a", arguments={"to": "x"}),
+        Event(kind="tool_call", name="pay", call_id="b", arguments={"to": "y"}),
+        result("pay", "second", call_id="b"),
+        result("pay", "first", call_id="a", error=True),
+        Event(kind="tool_call", name="look"),
+        Event(kind="tool_call", name="look"),
+        result("look", 1),
+        result("look", 2),
+        Event(kind="tool_call", name="look"),  # never answered
+    ]
+    calls = calls_of(events)
+    assert [(c.number, c.at) for c in calls] == [(1, 0), (2, 1), (3, 4), (4, 5), (5, 8)]
+    assert [c.answer.result if c.answer else None for c in calls] == [
+        "first", "second", 1, 2, None]
+    assert [c.denied for c in calls] == [True, False, False, False, False]
+    assert calls[0].denial == "first"
+
+
+def test_a_reused_id_answers_the_newest_call_that_carries_it() -> None:
+    events = [Event(kind="tool_call", name="t", call_id="c1"), result("t", "one", call_id="c1"),
+              Event(kind="tool_call", name="t", call_id="c1"), result("t", "two", call_id="c1")]
+    assert [c.answer.result for c in calls_of(events) if c.answer] == ["one", "two"]
+
+
+def test_a_hosts_denial_before_the_error_result_keeps_the_hosts_words() -> None:
+    events = [Event(kind="tool_call", name="Bash", call_id="t1"),
+              Event(kind="error", name="Bash", call_id="t1", text="permission denied: rm"),
+              result("Bash", "Claude requested permissions", call_id="t1", error=True)]
+    (call_,) = calls_of(events)
+    assert call_.denial == "permission denied: rm" and call_.answer is not None
+
+
+def test_an_error_event_after_a_good_result_is_no_denial() -> None:
+    events = [Event(kind="tool_call", name="shell", call_id="s"),
+              result("shell", {"output": "ok"}, call_id="s"),
+              Event(kind="error", name="shell", call_id="s", text="found in the session record")]
+    assert not calls_of(events)[0].denied
+
+
+def test_result_and_denied_narrow_which_calls_a_pattern_names() -> None:
+    events = [Event(kind="tool_call", name="pay", call_id="a", arguments={"to": "x"}),
+              result("pay", {"ok": True}, call_id="a"),
+              Event(kind="tool_call", name="pay", call_id="b", arguments={"to": "evil"}),
+              result("pay", "PermissionError: no", call_id="b", error=True),
+              Event(kind="tool_call", name="pay", call_id="c", arguments={"to": "late"})]
+    calls = calls_of(events)
+
+    def which(spec: dict[str, Any]) -> list[int]:
+        pattern = prepare_call({"tool": "pay", **spec})
+        return [c.number for c in calls if call_matches(pattern, c)]
+
+    assert which({"denied": True}) == [2]
+    assert which({"denied": False}) == [1, 3]  # no result recorded: not seen denied
+    assert which({"result": {"equals": {"ok": True}}}) == [1]
+    assert which({"result": {"regex": "^PermissionError"}}) == [2]
+    assert which({"result": {"absent": True}}) == [3]
+    assert which({"result": {"type": "string"}, "args": {"to": "evil"}}) == [2]
+    assert which({"denied": True, "args": {"to": "x"}}) == []

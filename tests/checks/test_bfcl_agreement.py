@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from assay.checks import LoadContext, lookup, verdict
-from assay.checks.arguments import call_matches
+from assay.checks.arguments import Call, call_matches
 from assay.model import Assertion, Event, Evidence, Trace
 
 INSTALL = "pip install --no-deps 'bfcl-eval>=2026.3.23'  (make test's venv does this)"
@@ -227,7 +227,8 @@ def one_argument(e: Expected, change: Callable[[Any], Any],
 
 
 def we_refuse(e: Expected, args: dict[str, Any]) -> bool:
-    return not call_matches(e.pattern, Event(kind="tool_call", name=e.tool, arguments=args))
+    return not call_matches(e.pattern, Call(1, 0, Event(kind="tool_call", name=e.tool,
+                                                             arguments=args)))
 
 
 def probe_string(e: Expected) -> tuple[dict[str, Any], bool] | None:
@@ -258,7 +259,8 @@ def probe_float_as_integer(e: Expected) -> tuple[dict[str, Any], bool] | None:
 def greedy_defeated(expected: list[Expected]) -> tuple[int, ...] | None:
     """An order of the correct calls that BFCL's greedy pairing rejects, if there is one."""
     n = len(expected)
-    fit = [[call_matches(e.pattern, Event(kind="tool_call", name=a.tool, arguments=a.truth))
+    fit = [[call_matches(e.pattern, Call(1, 0, Event(kind="tool_call", name=a.tool,
+                                                    arguments=a.truth)))
             for a in expected] for e in expected]
     orders = itertools.permutations(range(n)) if n <= 5 else [tuple(reversed(range(n)))]
     for order in orders:

@@ -470,7 +470,7 @@ cases:
     ("calls: {tool: a, times: -1}", "calls: times is a whole number ≥ 0, not -1"),
     ("calls: {tool: a, times: 'twice'}", 'calls: times is a whole number ≥ 0, not "twice"'),
     ("calls: {tool: a, count: 2}", "calls: unknown key 'count' in a call "
-                                   "(allowed: tool, args, strict, times)"),
+                                   "(allowed: tool, args, strict, result, denied, times)"),
     ("calls: [{tool: a, times: 2}]", "calls: times counts the calls of one pattern"),
     ("calls: []", "calls: expects at least one call in the list"),
     ("never_calls: []", "never_calls: expects a tool-name glob, {tool, args}, or a list"),

@@ -19,8 +19,10 @@ import pytest
 from anthropic_stub import Turn, text, tool
 from hostlib import CANARY, ORDERS_MCP, Host
 
+from assay.checks import verdict
+from assay.checks.arguments import prepare_call
 from assay.errors import HarnessFailure, UsageError
-from assay.model import Case, Event, Evidence
+from assay.model import Assertion, Case, Event, Evidence
 from assay.targets import TrialBroken, TrialRequest
 
 pytestmark = pytest.mark.real
@@ -139,6 +141,13 @@ def test_a_permission_denial_is_recorded_and_nothing_runs(claude: Host) -> None:
     assert denial.call_id == "t1" and denial.text and denial.text.startswith("permission denied")
     assert next(e for e in trace.events if e.kind == "tool_result").is_error
     assert trace.output == "I was not allowed." and trace.status == "ok"
+    # What the gate said is a fact a check reads (SPEC §3 denied), with the host's words.
+    gate = verdict(Assertion(check="calls", arg=prepare_call(
+        {"tool": "Bash", "args": {"command": "touch made.txt"}, "denied": True})), trace)
+    assert gate.outcome == "pass" and "was denied: permission denied" in gate.note
+    let_through = verdict(Assertion(check="never_calls", arg=[prepare_call(
+        {"tool": "Bash", "denied": False})]), trace)
+    assert let_through.outcome == "pass"
 
 
 def test_max_turns_is_a_limit_not_an_answer_and_the_exit_code_is_kept(claude: Host) -> None:

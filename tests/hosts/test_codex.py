@@ -20,8 +20,10 @@ import pytest
 from hostlib import CANARY, CODEX_KEY, ORDERS_MCP, Host
 from openai_stub import Reply, call, custom, say
 
+from assay.checks import verdict
+from assay.checks.arguments import prepare_call
 from assay.errors import HarnessFailure, UsageError
-from assay.model import Evidence
+from assay.model import Assertion, Evidence
 
 pytestmark = pytest.mark.real
 
@@ -137,6 +139,15 @@ def test_a_command_the_sandbox_refuses_is_taken_from_the_session_record(codex: H
                    if e.kind == "tool_result" and e.call_id == added[0].call_id)
     assert refused.is_error and "reject command" in refused.result["output"]
     assert refused.result["exit_code"] is None
+    # The sandbox's no is what a denied check reads; the calls it let run are not denied.
+    gate = verdict(Assertion(check="calls", arg=prepare_call(
+        {"tool": "shell", "args": {"command": "touch made.txt"}, "denied": True}),
+        min_evidence=Evidence.INFERRED), trace)
+    assert gate.outcome == "pass" and "reject command" in gate.note
+    allowed = verdict(Assertion(check="calls", arg=prepare_call(
+        {"tool": "shell", "args": {"command": "echo one"}, "denied": False}),
+        min_evidence=Evidence.INFERRED), trace)
+    assert allowed.outcome == "pass"
     # Only the record saw it: the trial's tool calls are inferred, and the trace says so.
     assert trace.evidence["tool_calls"] == Evidence.INFERRED
     assert trace.facets["calls_from_session_record"] == "1"

@@ -15,6 +15,15 @@ few characters and buys safety: a misspelt matcher (``{regexp: ATTACKER}``)
 is refused at load time instead of silently becoming an object that no call
 ever equals, which would make a ``never_calls`` pass forever.
 
+A pattern may also name what became of the call: ``result: M`` (the value
+the tool answered meets M, a literal or a matcher) and ``denied: true|false``
+(the host, a sandbox, a permission rule or the tool itself refused the call:
+its result is an error, or the host recorded a denial for it). A call's
+result is found by its ``call_id``, else as the next result of the same tool
+(:func:`calls_of`); a call with no result recorded was not *seen* denied, so
+``denied: false`` counts it — the safe reading for ``never_calls``
+(docs/decisions/0064-call-results.md).
+
 Expected parallel calls are paired with actual calls by a maximum one-to-one
 assignment (Kuhn's augmenting paths), not greedily: a greedy pairing can hand
 the one call that suits a strict pattern to a loose one and reject a correct
@@ -24,6 +33,7 @@ answer.
 from __future__ import annotations
 
 import re
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -31,7 +41,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from ..model import Event
-from ..model.values import JSON_TYPES, json_type_matches, same, short, type_name
+from ..model.values import JSON_TYPES, json_type_matches, one_line, same, short, type_name
 
 E = TypeVar("E")
 A = TypeVar("A")
@@ -39,7 +49,7 @@ A = TypeVar("A")
 MATCHERS = ("any_of", "regex", "type", "absent", "icase", "includes", "equals")
 
 #: Keys of a call pattern; ``times`` only where a check counts calls.
-PATTERN_KEYS = ("tool", "args", "strict")
+PATTERN_KEYS = ("tool", "args", "strict", "result", "denied")
 
 #: Stands for an argument the call did not pass (``None`` is a value: JSON null).
 MISSING: Any = object()
@@ -69,6 +79,13 @@ def prepare_call(spec: Any, *, extra: tuple[str, ...] = ()) -> dict[str, Any]:
         raise ValueError(f"strict is true or false, not {short(strict)}")
     if strict:
         pattern["strict"] = True
+    if "result" in spec:
+        _check_expected(spec["result"], "result")
+        pattern["result"] = spec["result"]
+    if "denied" in spec:
+        if not isinstance(spec["denied"], bool):
+            raise ValueError(f"denied is true or false, not {short(spec['denied'])}")
+        pattern["denied"] = spec["denied"]
     return pattern
 
 
@@ -153,6 +170,73 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 # --- grade time --------------------------------------------------------------------------
 
 
+class Call(NamedTuple):
+    """One recorded tool call and what became of it."""
+
+    #: The call's number among the trial's calls, from 1.
+    number: int
+    #: Its index in ``trace.events``.
+    at: int
+    event: Event
+    #: The ``tool_result`` event that answered it, when one was recorded.
+    answer: Event | None = None
+    #: Why it was denied (the error result's or the host's own words), when it was.
+    denial: str | None = None
+
+    @property
+    def denied(self) -> bool:
+        """Whether the call was recorded as refused by the host, a rule or the tool."""
+        return self.denial is not None
+
+
+def calls_of(events: Sequence[Event]) -> list[Call]:
+    """The tool calls among ``events``, each with its result and denial, in order.
+
+    A result goes to the newest call with its ``call_id`` (a model may reuse
+    ids across turns), else to the oldest unanswered call of the same tool.
+    A call is denied when its result is an error, or, with no result, when
+    an ``error`` event names its ``call_id`` (a host's permission denial).
+    """
+    calls: list[Call] = []
+    by_id: dict[str, int] = {}
+    waiting: defaultdict[str | None, deque[int]] = defaultdict(deque)
+    for index, event in enumerate(events):
+        if event.kind == "tool_call":
+            if event.call_id is not None:
+                by_id[event.call_id] = len(calls)
+            waiting[event.name].append(len(calls))
+            calls.append(Call(len(calls) + 1, index, event))
+            continue
+        if event.kind not in ("tool_result", "error"):
+            continue
+        at = by_id.get(event.call_id) if event.call_id is not None else None
+        if at is None and event.kind == "tool_result":
+            queue = waiting[event.name]
+            while queue and calls[queue[0]].answer is not None:
+                queue.popleft()
+            at = queue.popleft() if queue else None
+        if at is None:
+            continue
+        call = calls[at]
+        if event.kind == "tool_result" and call.answer is None:
+            # A host's own denial, recorded before the error result it caused, stands.
+            denial = call.denial or (_error_text(event.result, "the tool answered an error")
+                                     if event.is_error else None)
+            calls[at] = call._replace(answer=event, denial=denial)
+        elif event.kind == "error" and call.answer is None and call.denial is None:
+            # An error with no result yet is the host refusing the call (Claude Code's
+            # permission denial comes before the error result); after a result, an error
+            # event adds nothing (codex notes a call it found only in its session record).
+            calls[at] = call._replace(denial=event.text or "an error was recorded for it")
+    return calls
+
+
+def _error_text(result: Any, default: str) -> str:
+    if isinstance(result, str):
+        return result or default
+    return default if result is None else short(result, 200)
+
+
 def value_matches(expected: Any, value: Any) -> bool:
     """Whether an argument's ``value`` (or ``MISSING``) meets ``expected``."""
     if not isinstance(expected, dict):
@@ -219,10 +303,29 @@ def first_miss(pattern: dict[str, Any], arguments: Any) -> Miss | None:
     return None
 
 
-def call_matches(pattern: dict[str, Any], event: Event) -> bool:
-    """Whether a tool-call event fits a call pattern: name by glob, then arguments."""
-    return fnmatchcase(event.name or "", pattern["tool"]) and first_miss(
-        pattern, event.arguments) is None
+def call_matches(pattern: dict[str, Any], call: Call) -> bool:
+    """Whether a call fits a pattern: name by glob, then arguments, then what became of it."""
+    return (fnmatchcase(call.event.name or "", pattern["tool"])
+            and first_miss(pattern, call.event.arguments) is None
+            and fate_miss(pattern, call) is None)
+
+
+def fate_miss(pattern: dict[str, Any], call: Call) -> str | None:
+    """Why what became of ``call`` does not fit the pattern's ``result``/``denied``, or None."""
+    denied = pattern.get("denied")
+    if denied is not None and call.denied != denied:
+        if denied:
+            return "it was not denied" if call.answer is not None else \
+                "no result or denial was recorded for it"
+        return f"it was denied ({one_line(call.denial or '', 120)})"
+    if "result" in pattern:
+        value = call.answer.result if call.answer is not None else MISSING
+        if not value_matches(pattern["result"], value):
+            if value is MISSING:
+                return "no result was recorded for it"
+            return (f"its result is {short(value, 60)}, expected "
+                    f"{describe_expected(pattern['result'])}")
+    return None
 
 
 def unreadable(pattern: dict[str, Any], event: Event) -> bool:
@@ -275,9 +378,17 @@ def describe_pattern(pattern: dict[str, Any]) -> str:
     args = pattern.get("args")
     tool: str = pattern["tool"]
     if not args:
-        return tool + (" with no arguments" if pattern.get("strict") else "")
-    inner = ", ".join(f"{name}: {describe_expected(e)}" for name, e in args.items())
-    return f"{tool} {{{inner}}}"
+        text = tool + (" with no arguments" if pattern.get("strict") else "")
+    else:
+        inner = ", ".join(f"{name}: {describe_expected(e)}" for name, e in args.items())
+        text = f"{tool} {{{inner}}}"
+    if "result" in pattern:
+        text += f" answering {describe_expected(pattern['result'])}"
+    if pattern.get("denied") is True:
+        text += ", denied"
+    elif pattern.get("denied") is False:
+        text += ", not denied"
+    return text
 
 
 def describe_call(event: Event, number: int | None = None) -> str:

@@ -19,46 +19,50 @@ from decimal import Decimal
 from fnmatch import fnmatchcase
 from typing import Any
 
-from ..model import Assertion, Event, Trace
-from ..model.values import is_number, is_whole, short, type_name
+from ..model import Assertion, Trace
+from ..model.values import is_number, is_whole, one_line, short, type_name
 from .apply import required_evidence
 from .arguments import (
+    Call,
     assign,
     call_matches,
+    calls_of,
     describe_call,
     describe_miss,
     describe_pattern,
+    fate_miss,
     first_miss,
     prepare_call,
     unreadable,
 )
 from .registry import Check, Judgement, LoadContext, register
 
-Numbered = list[tuple[int, int, Event]]  # (call number from 1, index in trace.events, event)
+
+def _calls(trace: Trace) -> list[Call]:
+    return calls_of(trace.events)
 
 
-def _calls(trace: Trace) -> Numbered:
-    calls: Numbered = []
-    for index, event in enumerate(trace.events):
-        if event.kind == "tool_call":
-            calls.append((len(calls) + 1, index, event))
-    return calls
+def _first(pattern: dict[str, Any], calls: list[Call]) -> Call | None:
+    return next((c for c in calls if call_matches(pattern, c)), None)
 
 
-def _first(pattern: dict[str, Any], calls: Numbered) -> tuple[int, int, Event] | None:
-    return next((c for c in calls if call_matches(pattern, c[2])), None)
-
-
-def _nearest(pattern: dict[str, Any], calls: Numbered) -> str:
+def _nearest(pattern: dict[str, Any], calls: list[Call]) -> str:
     """Why no call fits: the first call of the right name and what was wrong with it."""
-    for number, _, event in calls:
-        if fnmatchcase(event.name or "", pattern["tool"]):
-            miss = first_miss(pattern, event.arguments)
-            if miss is not None:
-                return f"; nearest: {describe_call(event, number)}: {describe_miss(miss)}"
+    named = [c for c in calls if fnmatchcase(c.event.name or "", pattern["tool"])]
+    # Nearest is a call with the right arguments and the wrong fate, else the first of
+    # the right name.
+    for call in named:
+        if first_miss(pattern, call.event.arguments) is None:
+            why = fate_miss(pattern, call)
+            if why is not None:
+                return f"; nearest: {describe_call(call.event, call.number)}: {why}"
+    for call in named:
+        miss = first_miss(pattern, call.event.arguments)
+        if miss is not None:
+            return f"; nearest: {describe_call(call.event, call.number)}: {describe_miss(miss)}"
     if not calls:
         return "; no tool was called"
-    names = list(dict.fromkeys(event.name or "?" for _, _, event in calls))
+    names = list(dict.fromkeys(c.event.name or "?" for c in calls))
     more = f" and {len(names) - 5} more" if len(names) > 5 else ""
     return f"; tools called: {', '.join(names[:5])}{more}"
 
@@ -76,12 +80,15 @@ def _prepare_forbidden(arg: Any, ctx: LoadContext) -> Any:
 def _never_calls(assertion: Assertion, trace: Trace) -> Judgement:
     patterns: list[dict[str, Any]] = assertion.arg
     calls = _calls(trace)
-    breaches = [(n, e) for n, _, e in calls if any(call_matches(p, e) for p in patterns)]
+    breaches = [c for c in calls if any(call_matches(p, c) for p in patterns)]
     if breaches:
-        number, event = breaches[0]
+        first = breaches[0]
         more = f" (and {len(breaches) - 1} more forbidden)" if len(breaches) > 1 else ""
-        return Judgement("fail", f"called {describe_call(event, number)}{more}", breach=True)
-    unsure = [(n, e) for n, _, e in calls if any(unreadable(p, e) for p in patterns)]
+        asked = any(("denied" in p or "result" in p) and call_matches(p, first)
+                    for p in patterns)
+        return Judgement("fail", f"called {describe_call(first.event, first.number)}"
+                         f"{_fate(first) if asked else ''}{more}", breach=True)
+    unsure = [(c.number, c.event) for c in calls if any(unreadable(p, c.event) for p in patterns)]
     if unsure:
         number, event = unsure[0]
         return Judgement("inconclusive", f"call {number} to {event.name} has arguments that are "
@@ -117,22 +124,33 @@ def _calls_check(assertion: Assertion, trace: Trace) -> Judgement:
     if isinstance(assertion.arg, list):
         return _parallel(assertion.arg, calls)
     pattern: dict[str, Any] = assertion.arg
-    found = [n for n, _, e in calls if call_matches(pattern, e)]
+    matched = [c for c in calls if call_matches(pattern, c)]
+    found = [c.number for c in matched]
     times = pattern.get("times")
     what = describe_pattern(pattern)
+    # The evidence of a denial or a result the pattern asked about: the first match's.
+    fate = _fate(matched[0]) if matched and ("denied" in pattern or "result" in pattern) else ""
     if times is None:
         if found:
-            return Judgement("pass", f"{len(found)} call(s) to {what}")
+            return Judgement("pass", f"{len(found)} call(s) to {what}{fate}")
         return Judgement("fail", f"no call to {what}{_nearest(pattern, calls)}")
     if len(found) == times:
-        return Judgement("pass", f"{times} call(s) to {what}")
+        return Judgement("pass", f"{times} call(s) to {what}{fate}")
     where = f" (calls {', '.join(map(str, found[:10]))})" if found else _nearest(pattern, calls)
     return Judgement("fail", f"{len(found)} call(s) to {what}, expected exactly {times}{where}")
 
 
-def _parallel(patterns: list[dict[str, Any]], calls: Numbered) -> Judgement:
-    events = [e for _, _, e in calls]
-    pairing = assign(patterns, events, call_matches)
+def _fate(call: Call) -> str:
+    """What became of a call, for a note: the denial's words or the result."""
+    if call.denial is not None:
+        return f"; call {call.number} was denied: {one_line(call.denial, 160)}"
+    if call.answer is not None:
+        return f"; call {call.number} answered {short(call.answer.result, 120)}"
+    return f"; no result was recorded for call {call.number}"
+
+
+def _parallel(patterns: list[dict[str, Any]], calls: list[Call]) -> Judgement:
+    pairing = assign(patterns, calls, call_matches)
     if pairing.complete:
         return Judgement("pass", f"all {len(patterns)} expected calls made, one call each")
     i = pairing.partner.index(None)
@@ -140,7 +158,7 @@ def _parallel(patterns: list[dict[str, Any]], calls: Numbered) -> Judgement:
     taken = pairing.candidates[i]
     if not taken:
         return Judgement("fail", f"{head}: no call fits{_nearest(patterns[i], calls)}")
-    numbers = ", ".join(str(calls[j][0]) for j in taken[:10])
+    numbers = ", ".join(str(calls[j].number) for j in taken[:10])
     return Judgement("fail", f"{head}: the calls that fit it ({numbers}) are each needed by "
                      "another expected call")
 
@@ -159,15 +177,15 @@ def _calls_before(assertion: Assertion, trace: Trace) -> Judgement:
         return Judgement("pass", f"{describe_pattern(then)} never called")
     a = _first(first, calls)
     if a is None:
-        return Judgement("fail", f"{describe_call(b[2], b[0])} with no "
+        return Judgement("fail", f"{describe_call(b.event, b.number)} with no "
                          f"{describe_pattern(first)} before it")
-    if a[0] < b[0]:
-        return Judgement("pass", f"{first['tool']} (call {a[0]}) before {then['tool']} "
-                         f"(call {b[0]})")
+    if a.number < b.number:
+        return Judgement("pass", f"{first['tool']} (call {a.number}) before {then['tool']} "
+                         f"(call {b.number})")
     # Both were seen, in the wrong order: a breach. B with no A seen at all (above) is
     # not one: weaker evidence than the check needs may have missed the A.
-    return Judgement("fail", f"{describe_call(b[2], b[0])} came before the first "
-                     f"{describe_pattern(first)} (call {a[0]})", breach=True)
+    return Judgement("fail", f"{describe_call(b.event, b.number)} came before the first "
+                     f"{describe_pattern(first)} (call {a.number})", breach=True)
 
 
 # --- asks, settles, steps, cost, exit code -----------------------------------------------
@@ -195,7 +213,7 @@ def _asks(assertion: Assertion, trace: Trace) -> Judgement:
     call = _first(before, _calls(trace))
     if call is None:
         return Judgement("pass", f"{describe_pattern(before)} never called")
-    number, index, event = call
+    number, index, event = call.number, call.at, call.event
     if asks and asks[0] < index:
         return Judgement("pass", f"asked before {event.name} (call {number})")
     return Judgement("fail", f"{describe_call(event, number)} before any ask")

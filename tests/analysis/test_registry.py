@@ -9,10 +9,16 @@ import pytest
 
 from assay.analysis.registry import (
     audit,
+    check_name,
     check_version,
     decide_start,
     fold,
+    named,
+    names,
     publish_content,
+    published_as,
+    resolve,
+    sides,
     start_content,
     stop_content,
 )
@@ -176,3 +182,81 @@ def test_audit_names_entries_that_do_not_hold() -> None:
     assert [f.line for f in findings] == [
         "entry 2: content missing or edited (assay ledger verify)",
         "entry 3: not a readable registry entry"]
+
+
+# --- names (SPEC §8: versions of one named agent) -----------------------------------------
+
+def filed(index: int, version: str, name: str | None = "bot") -> AgentEntry:
+    return AgentEntry(index, publish_content(version, "python:a:agent", {}, f"t{index}", name))
+
+
+def test_a_name_lists_its_versions_in_the_order_first_filed_under_it() -> None:
+    entries = [filed(0, V1), filed(1, V2, "other"), filed(2, V2), filed(3, V1),
+               filed(4, "sha256:" + "3" * 64, None)]
+    found = names(entries)
+    assert list(found) == ["bot", "other"]
+    assert found["bot"].versions == (V1, V2)  # V1 filed again is not a successor
+    assert (found["bot"].current, found["bot"].previous) == (V2, V1)
+    assert found["other"].previous is None
+    assert found["bot"].published_at == {V1: "t0", V2: "t2"}
+    states = fold(entries)
+    assert states[V2].names == ["other", "bot"] and states[V1].names == ["bot"]
+
+
+def test_publishing_again_records_only_a_name_that_is_new() -> None:
+    entries = [filed(0, V1)]
+    assert published_as(entries, V1, "bot") and published_as(entries, V1, None)
+    assert not published_as(entries, V1, "other")
+    assert not published_as([filed(0, V1, None)], V1, "bot")
+
+
+@pytest.mark.parametrize("text", ["", "-bot", "bot/1", "a b", "x" * 101, "bøt"])
+def test_a_bad_name_is_usage(text: str) -> None:
+    with pytest.raises(UsageError, match="is not an agent name"):
+        check_name(text)
+
+
+def test_a_version_is_found_by_digest_prefix_or_place() -> None:
+    a, b = "sha256:ab" + "1" * 62, "sha256:ac" + "2" * 62
+    agent = names([filed(0, a), filed(1, b)])["bot"]
+    assert resolve(agent, "current") == b and resolve(agent, "previous") == a
+    assert resolve(agent, "ab") == a and resolve(agent, "sha256:ac") == b and resolve(agent, b) == b
+    with pytest.raises(UsageError, match="is ambiguous: 2 versions of agent bot start with it"):
+        resolve(agent, "a")
+    with pytest.raises(UsageError, match="no version of agent bot starts with sha256:ff"):
+        resolve(agent, "ff")
+    with pytest.raises(UsageError, match="is not a version of agent bot"):
+        resolve(agent, "newest")
+    with pytest.raises(UsageError, match="one version, so no previous one"):
+        resolve(names([filed(0, a)])["bot"], "previous")
+    with pytest.raises(UsageError, match="no agent is published under the name 'nobody'"):
+        named([filed(0, a)], "nobody")
+
+
+def suite_run(run_id: str, seal: int | None, version: str, suite: str = "s@1",
+              interrupted: bool = False) -> BatteryFacts:
+    return replace(run(run_id, seal, version=version, interrupted=interrupted), suite_id=suite)
+
+
+def test_each_side_is_its_versions_newest_whole_battery_of_the_suite() -> None:
+    agent = names([filed(0, V1), filed(1, V2)])["bot"]
+    runs = [suite_run("old", 5, V1), suite_run("new", 9, V1), suite_run("cut", 12, V1,
+                                                                         interrupted=True),
+            suite_run("open", None, V2), suite_run("b", 7, V2)]
+    base, cand = sides(agent, V1, V2, runs)
+    assert (base.run_id, cand.run_id) == ("new", "b")
+    with pytest.raises(UsageError, match=r"version A of agent bot \(sha256:2+\) has no sealed"):
+        sides(agent, V2, V2, [suite_run("open", None, V2)])
+    with pytest.raises(UsageError, match="version B of agent bot .* of suite t@2"):
+        sides(agent, V1, V2, [*runs, suite_run("t", 3, V1, "t@2")], "t@2")
+
+
+def test_several_suites_in_common_need_one_named() -> None:
+    agent = names([filed(0, V1), filed(1, V2)])["bot"]
+    runs = [suite_run(f"{v[-1]}{s}", i, v, s) for i, (v, s) in enumerate(
+        [(V1, "a@1"), (V1, "b@1"), (V2, "a@1"), (V2, "b@1"), (V2, "c@1")])]
+    with pytest.raises(UsageError, match=r"ran several suites \(a@1, b@1\): name one with --suite"):
+        sides(agent, V1, V2, runs)
+    assert [r.run_id for r in sides(agent, V1, V2, runs, "b@1")] == ["1b@1", "2b@1"]
+    with pytest.raises(UsageError, match="no suite in common: A ran a@1; B ran c@1"):
+        sides(agent, V1, V2, [runs[0], runs[4]])

@@ -1,5 +1,6 @@
 """Publish, start and stop an agent version: the registry's rule decided, and its
-``agent`` entry appended, in one store transaction (SPEC §8).
+``agent`` entry appended, in one store transaction (SPEC §8); and two versions of a
+named agent compared, each by its newest battery (``assay compare --agent``).
 
 The rules are ``analysis/registry.py``'s (pure); ``store/registry.py``'s
 ``record`` holds the ledger's write lock from the first read to the append, so
@@ -9,15 +10,21 @@ no battery is sealed between what a start read and what it recorded
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..model.agents import AgentEntry
-from ..store.registry import read_runs, record
+from ..store.registry import load, read_runs, record
+from .compare import DEFAULT_COST_TOLERANCE, Comparison, compare
 from .registry import (
     StartDecision,
     decide_start,
+    named,
     publish_content,
+    published_as,
     published_before,
+    resolve,
+    sides,
     start_content,
     stop_content,
 )
@@ -31,16 +38,18 @@ if TYPE_CHECKING:
 
 
 def publish(store: Store, uri: str, identity: dict[str, str], version: str, at: str,
-            key: Ed25519PrivateKey | None = None) -> Entry | None:
-    """Record a publish of ``version``; None when it was published already (nothing appended).
+            key: Ed25519PrivateKey | None = None, name: str | None = None) -> Entry | None:
+    """Record a publish of ``version`` (filed under ``name``, when given); None when it was
+    published already that way (nothing appended).
 
     A version is its content, so publishing it again says nothing new
-    (docs/decisions/0027-registry.md).
+    (docs/decisions/0027-registry.md) — unless it is filed under a name it
+    did not have: that is news, the name's newest version (0065).
     """
     def decide(entries: list[AgentEntry], _: Connection) -> tuple[dict[str, Any] | None, None]:
-        if published_before(entries, version):
+        if published_as(entries, version, name):
             return None, None
-        return publish_content(version, uri, identity, at), None
+        return publish_content(version, uri, identity, at, name), None
 
     return record(store, decide, key)[0]
 
@@ -67,3 +76,38 @@ def stop(store: Store, version: str, at: str, key: Ed25519PrivateKey | None = No
     entry = record(store, decide, key)[0]
     assert entry is not None  # a stop always appends
     return entry
+
+
+@dataclass(frozen=True)
+class VersionComparison:
+    """Two versions of a named agent, compared by their newest batteries of one suite."""
+
+    name: str
+    #: What was asked for (``current``, a prefix…) and the versions it named.
+    refs: tuple[str, str]
+    versions: tuple[str, str]
+    comparison: Comparison
+
+    def to_json(self) -> dict[str, Any]:
+        """``assay.compare/1``, with the agent and the versions each side stands for."""
+        data = self.comparison.to_json()
+        data["agent"] = {"name": self.name,
+                         "base": {"asked": self.refs[0], "version": self.versions[0]},
+                         "cand": {"asked": self.refs[1], "version": self.versions[1]}}
+        return data
+
+
+def compare_versions(store: Store, name: str, base: str, cand: str, suite: str | None = None,
+                     cost_tolerance: float = DEFAULT_COST_TOLERANCE) -> VersionComparison:
+    """Compare two versions of agent ``name``: each side is its newest sealed, whole battery
+    of the suite, and the comparison is ``assay compare``'s of those two runs. Nothing is
+    stored; a name, version or battery that is not there is a usage error naming it."""
+    from .run_facts import load_stored
+
+    entries, runs = load(store)
+    agent = named(entries, name)
+    versions = (resolve(agent, base), resolve(agent, cand))
+    first, second = sides(agent, *versions, runs, suite)
+    comparison = compare(load_stored(store, first.run_id), load_stored(store, second.run_id),
+                         cost_tolerance)
+    return VersionComparison(name, (base, cand), versions, comparison)

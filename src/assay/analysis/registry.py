@@ -13,6 +13,14 @@ index of the battery's ``run-sealed`` entry), so the rule can be re-checked
 later against exactly the batteries that were sealed before a start entry:
 :func:`audit` names every start that should not have been allowed.
 
+Names (SPEC §8, docs/decisions/0065-agent-names.md): ``assay agent publish
+URI --name NAME`` files the version under NAME; the versions of a name, in
+the order they were first published under it, are its line of succession —
+``current`` is the newest, ``previous`` the one before. :func:`resolve`
+turns what a user types (a digest, a unique prefix, ``current``,
+``previous``) into a version of the name, and :func:`sides` picks the
+newest sealed battery of each of two versions, for ``assay compare --agent``.
+
 Nothing here reads a clock, a file or the store; the caller hands in the
 entries and the facts of the runs (``store/registry.py`` reads them).
 Hidden cases appear only as ``holdout-N`` (:func:`outward_names`).
@@ -20,6 +28,7 @@ Hidden cases appear only as ``holdout-N`` (:func:`outward_names`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +45,37 @@ def check_version(text: str) -> str:
     return text
 
 
+#: An agent's name: a word a URL path and a shell take as it is.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The version references that are not digests.
+RELATIVE = ("current", "previous")
+
+
+def check_name(text: str) -> str:
+    """``text`` when it is an agent name, else exit 2 saying what one is."""
+    if NAME.fullmatch(text) is None:
+        raise UsageError(f"{text!r} is not an agent name: use 1 to 100 letters, digits, '.', "
+                         "'_' or '-', starting with a letter or digit")
+    return text
+
+
 # --- entry contents ----------------------------------------------------------------------
 
-def publish_content(version: str, uri: str, identity: Mapping[str, str], at: str
-                    ) -> dict[str, Any]:
-    """A ``publish`` entry: the version, its URI and identity (file names and digests only)."""
-    return {"action": "publish", "version": version, "uri": uri,
-            "identity": dict(identity), "at": at}
+def publish_content(version: str, uri: str, identity: Mapping[str, str], at: str,
+                    name: str | None = None) -> dict[str, Any]:
+    """A ``publish`` entry: the version, its URI and identity (file names and digests only),
+    and the name it is filed under, when it has one."""
+    content: dict[str, Any] = {"action": "publish", "version": version, "uri": uri,
+                               "identity": dict(identity), "at": at}
+    if name is not None:
+        content["name"] = name
+    return content
+
+
+def entry_name(entry: AgentEntry) -> str | None:
+    """The name a usable publish entry files its version under (None: no name, or not one)."""
+    value = (entry.content or {}).get("name")
+    return value if isinstance(value, str) and NAME.fullmatch(value) else None
 
 
 def start_content(version: str, run: BatteryFacts, at: str) -> dict[str, Any]:
@@ -72,6 +105,8 @@ class AgentState:
     changed_at: str | None = None
     #: Entries of this version, in ledger order.
     entries: list[int] = field(default_factory=list)
+    #: The names it was published under, in ledger order.
+    names: list[str] = field(default_factory=list)
 
     @property
     def published(self) -> bool:
@@ -82,7 +117,8 @@ class AgentState:
         """As ``assay agent list --json`` prints it."""
         return {"version": self.version, "state": self.state, "uri": self.uri,
                 "published_at": self.published_at, "run_id": self.run_id,
-                "changed_at": self.changed_at, "entries": list(self.entries)}
+                "changed_at": self.changed_at, "entries": list(self.entries),
+                "names": list(self.names)}
 
 
 def fold(entries: Iterable[AgentEntry]) -> dict[str, AgentState]:
@@ -102,6 +138,9 @@ def fold(entries: Iterable[AgentEntry]) -> dict[str, AgentState]:
         state = states.setdefault(version, AgentState(version))
         state.entries.append(entry.index)
         if entry.action == "publish":
+            name = entry_name(entry)
+            if name is not None and name not in state.names:
+                state.names.append(name)
             if not state.published:
                 uri = content.get("uri")
                 state.uri = uri if isinstance(uri, str) else None
@@ -124,6 +163,137 @@ def published_before(entries: Iterable[AgentEntry], version: str, before: int | 
     """Whether a usable publish entry names ``version`` (before entry ``before``, if given)."""
     return any(e.usable and e.action == "publish" and e.version == version
                and (before is None or e.index < before) for e in entries)
+
+
+def published_as(entries: Iterable[AgentEntry], version: str, name: str | None) -> bool:
+    """Whether ``version`` was published already under ``name`` (any publish, for no name).
+
+    Publishing it again that way says nothing new; filing it under a name it
+    does not have yet does.
+    """
+    if name is None:
+        return published_before(entries, version)
+    return any(e.usable and e.action == "publish" and e.version == version
+               and entry_name(e) == name for e in entries)
+
+
+# --- names -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Named:
+    """One agent name and its versions, oldest first (the order first published under it)."""
+
+    name: str
+    versions: tuple[str, ...]
+    #: When each version was first published under the name.
+    published_at: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def current(self) -> str:
+        """The newest version of the name."""
+        return self.versions[-1]
+
+    @property
+    def previous(self) -> str | None:
+        """The version the current one succeeded (None: there is one version)."""
+        return self.versions[-2] if len(self.versions) > 1 else None
+
+
+def names(entries: Iterable[AgentEntry]) -> dict[str, Named]:
+    """Every agent name with its versions, names in the order first used."""
+    found: dict[str, list[str]] = {}
+    when: dict[str, dict[str, str | None]] = {}
+    for entry in sorted(entries, key=lambda e: e.index):
+        name = entry_name(entry) if entry.usable and entry.action == "publish" else None
+        if name is None:
+            continue
+        version = str(entry.version)
+        if version not in found.setdefault(name, []):
+            found[name].append(version)
+            at = (entry.content or {}).get("at")
+            when.setdefault(name, {})[version] = at if isinstance(at, str) else None
+    return {name: Named(name, tuple(versions), when.get(name, {}))
+            for name, versions in found.items()}
+
+
+def named(entries: Iterable[AgentEntry], name: str) -> Named:
+    """The versions published under ``name``; exit 2 when there are none."""
+    check_name(name)
+    found = names(entries).get(name)
+    if found is None:
+        raise UsageError(f"no agent is published under the name {name!r} "
+                         "(assay agent publish URI --name NAME)")
+    return found
+
+
+def resolve(agent: Named, ref: str) -> str:
+    """The version of ``agent`` that ``ref`` names: ``current``, ``previous``, a digest or a
+    unique prefix of one (``sha256:`` optional); exit 2 naming what did not fit."""
+    text = ref.strip()
+    if text == "current":
+        return agent.current
+    if text == "previous":
+        if agent.previous is None:
+            raise UsageError(f"agent {agent.name} has one version, so no previous one")
+        return agent.previous
+    if not text:
+        raise UsageError(f"a version of agent {agent.name} is a digest, a unique prefix of "
+                         "one, current or previous")
+    prefix = text if text.startswith("sha256:") else f"sha256:{text}"
+    if re.fullmatch(r"sha256:[0-9a-f]{1,64}", prefix) is None:
+        raise UsageError(f"{ref!r} is not a version of agent {agent.name}: give a digest "
+                         "(sha256:…), a unique prefix of one, current or previous")
+    hits = [v for v in agent.versions if v.startswith(prefix)]
+    if not hits:
+        raise UsageError(f"no version of agent {agent.name} starts with {prefix} "
+                         f"(it has {len(agent.versions)}: assay agent list)")
+    if len(hits) > 1:
+        shown = ", ".join(v[:19] + "…" for v in hits[:5])
+        raise UsageError(f"{ref!r} is ambiguous: {len(hits)} versions of agent {agent.name} "
+                         f"start with it ({shown}); give more of the digest")
+    return hits[0]
+
+
+def newest_batteries(version: str, runs: Iterable[BatteryFacts]) -> dict[str, BatteryFacts]:
+    """The newest whole battery of ``version`` per suite: sealed in the ledger, not
+    interrupted; newest by ledger order (the seal's entry)."""
+    newest: dict[str, BatteryFacts] = {}
+    for run in runs:
+        if run.target_digest != version or not run.sealed or run.interrupted:
+            continue
+        held = newest.get(run.suite_id)
+        if held is None or (run.seal_entry or 0) > (held.seal_entry or 0):
+            newest[run.suite_id] = run
+    return newest
+
+
+def sides(agent: Named, base: str, cand: str, runs: Sequence[BatteryFacts],
+          suite: str | None = None) -> tuple[BatteryFacts, BatteryFacts]:
+    """The newest battery of each of two versions of ``agent``, of one suite.
+
+    ``suite`` picks the suite; without it, the one suite both versions have
+    batteries of. Exit 2 naming the side with no battery, or the suites to
+    choose from.
+    """
+    chosen = {}
+    for side, version in (("A", base), ("B", cand)):
+        batteries = newest_batteries(version, runs)
+        if suite is not None:
+            batteries = {suite: batteries[suite]} if suite in batteries else {}
+        if not batteries:
+            of = f" of suite {suite}" if suite is not None else ""
+            raise UsageError(f"version {side} of agent {agent.name} ({version}) has no sealed, "
+                             f"whole battery{of}: run the suite against it first")
+        chosen[side] = batteries
+    common = sorted(set(chosen["A"]) & set(chosen["B"]))
+    if not common:
+        raise UsageError(f"the two versions of agent {agent.name} have no suite in common: "
+                         f"A ran {', '.join(sorted(chosen['A']))}; "
+                         f"B ran {', '.join(sorted(chosen['B']))}")
+    if len(common) > 1:
+        raise UsageError(f"both versions of agent {agent.name} ran several suites "
+                         f"({', '.join(common)}): name one with --suite ID")
+    return chosen["A"][common[0]], chosen["B"][common[0]]
 
 
 # --- the start rule ----------------------------------------------------------------------

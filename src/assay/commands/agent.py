@@ -47,26 +47,34 @@ def _echo_json(value: Any) -> None:
                    "batteries record (default: this folder).")
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of an openai:MODEL target.")
+@click.option("--name", metavar="NAME",
+              help="File the version under this agent name: a later version of the same "
+                   "name is its successor (assay compare --agent NAME previous current).")
 def publish(uri: str, db: str | None, as_json: bool, base_dir: Path | None,
-            base_url: str | None) -> None:
+            base_url: str | None, name: str | None) -> None:
     """Start the agent URI names, record its version and print it.
 
     The version is the digest of its identity, taken after it started, as a
-    battery takes it. Publishing a version again records nothing new. An
-    agent that cannot start is exit 3, and nothing is recorded.
+    battery takes it. Publishing a version again records nothing new, unless
+    --name files it under a name it did not have. An agent that cannot start
+    is exit 3, and nothing is recorded.
     """
     from ..analysis import agents
+    from ..analysis.registry import check_name
     from ..engine.version import take_version
     from ..reports.safe import inert
     from ..store.database import open_store
     from ..store.ledger.keys import signing_key
 
     try:
+        if name is not None:
+            check_name(name)
         taken = take_version(uri, (base_dir or Path.cwd()).resolve(), base_url)
         key = signing_key(db)
         store = open_store(db)
         try:
-            entry = agents.publish(store, taken.uri, taken.identity, taken.digest, _now(), key)
+            entry = agents.publish(store, taken.uri, taken.identity, taken.digest, _now(), key,
+                                   name)
         finally:
             store.close()
     except AssayError as error:
@@ -74,15 +82,16 @@ def publish(uri: str, db: str | None, as_json: bool, base_dir: Path | None,
         return
     if as_json:
         _echo_json({"version": taken.digest, "uri": taken.uri, "identity": taken.identity,
-                    "recorded": entry is not None,
+                    "name": name, "recorded": entry is not None,
                     "entry": None if entry is None else entry.index})
         return
     click.echo(taken.digest)
+    under = f" as agent {name}" if name is not None else ""
     if entry is None:
-        click.echo(inert(f"assay: {taken.uri} is published already as this version: nothing "
-                         "new recorded", one_line=True), err=True)
+        click.echo(inert(f"assay: {taken.uri} is published already as this version{under}: "
+                         "nothing new recorded", one_line=True), err=True)
     else:
-        click.echo(inert(f"assay: published {taken.uri} (ledger entry {entry.index})",
+        click.echo(inert(f"assay: published {taken.uri}{under} (ledger entry {entry.index})",
                          one_line=True), err=True)
 
 
@@ -198,6 +207,8 @@ def list_(db: str | None, as_json: bool) -> None:
             line += f"  published {s.published_at}"
         if s.state == "started" and s.run_id:
             line += f"  on run {s.run_id}"
+        if s.names:
+            line += f"  as {', '.join(s.names)}"
         click.echo(inert(line, one_line=True))
     for finding in findings:
         click.echo(inert(f"does not hold: {finding.line}", one_line=True))

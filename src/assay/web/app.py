@@ -22,7 +22,7 @@ def create_app(bench: Workbench) -> FastAPI:
     from fastapi import FastAPI
     from fastapi.staticfiles import StaticFiles
 
-    from . import compare, ledger, live, review, runs, trials
+    from . import agents, compare, ledger, live, review, runs, trials
     from .guard import Guard
     from .render import install_errors
 
@@ -30,7 +30,7 @@ def create_app(bench: Workbench) -> FastAPI:
     app.state.bench = bench
     app.mount("/static", StaticFiles(directory=Path(__file__).parent / "static"),
               name="static")
-    for family in (runs, live, trials, compare, review, ledger):
+    for family in (runs, live, trials, compare, agents, review, ledger):
         app.include_router(family.router)
     install_errors(app)
     app.add_middleware(Guard, bench=bench)

@@ -235,3 +235,18 @@ def page(browser: Any) -> Iterator[Watched]:
     tab.set_default_timeout(15_000)
     yield watched
     context.close()
+
+
+def name_versions(stocked: Stocked, name: str = "shop") -> tuple[str, str]:
+    """Publish the agent versions of ``stocked``'s two runs under ``name``, first then second
+    (each digest is its file's: the agent is written back as it was for each run)."""
+    versions = []
+    for agent in (AGENT, AGENT_V2):
+        stocked.project.write("shop_agent.py", agent)
+        done = stocked.project.assay("agent", "publish", "python:shop_agent:agent",
+                                     "--name", name)
+        assert done.code == 0, done.err
+        versions.append(done.out.strip())
+    first, second = stocked.reports[0], stocked.reports[1]
+    assert versions == [first["target"]["digest"], second["target"]["digest"]]
+    return versions[0], versions[1]

@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from .conftest import CANARY, Served, Stocked, Watched
+from .conftest import CANARY, Served, Stocked, Watched, name_versions
 
 pytestmark = pytest.mark.real
 
@@ -70,7 +70,8 @@ def _crawl(served: Served, seeds: list[str]) -> dict[str, tuple[int, str, str]]:
 
 
 def _seeds(stocked: Stocked) -> list[str]:
-    return ["/", "/runs", "/suites", "/compare", "/trends", "/review", "/ledger",
+    name_versions(stocked)
+    return ["/", "/runs", "/suites", "/compare", "/trends", "/review", "/ledger", "/agents",
             f"/compare?base={stocked.first}&cand={stocked.second}",
             "/trends?suite=web/shop@1", "/review?show=all"]
 
@@ -87,7 +88,8 @@ def test_no_page_or_twin_holds_a_hidden_case(stocked: Stocked, served: Served) -
     # Every kind of page was reached, with its twin.
     reached = " ".join(pages)
     for part in ("/runs/", "/trials/", "/api/runs/", "/compare?", "/review/", "/ledger",
-                 "/trends", "/suites", "/ledger/receipts/"):
+                 "/trends", "/suites", "/ledger/receipts/", "/agents/shop",
+                 "/agents/shop/comparison?"):
         assert part in reached, part
     # Links the pages themselves give all answer (a 4xx link would be a broken page).
     broken = {p: s for p, (s, _k, _b) in pages.items() if s >= 400 and not p.startswith("/api")}

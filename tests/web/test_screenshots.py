@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import CANARY, Served, Stocked, Watched
+from .conftest import CANARY, Served, Stocked, Watched, name_versions
 
 pytestmark = pytest.mark.real
 
@@ -36,6 +36,7 @@ def test_screenshots_of_the_main_pages(stocked: Stocked, served: Served, page: W
     first_item = queue["items"][0]["item"]
     run = served.get(f"/api/runs/{stocked.second}").json()
     failing = next(c for c in run["cases"] if c["label"] == "hostile")
+    name_versions(stocked)
     shots = {
         "runs": ("/runs", "Runs"),
         "run": (f"/runs/{stocked.second}", stocked.second),
@@ -45,6 +46,7 @@ def test_screenshots_of_the_main_pages(stocked: Stocked, served: Served, page: W
         "review": (f"/review/{first_item}", "Review"),
         "ledger": ("/ledger", "Ledger"),
         "suites": ("/suites", "web/shop@1"),
+        "agent": ("/agents/shop", "Agent shop"),
     }
     for name, (path, heading) in shots.items():
         page.page.goto(served.url + path)

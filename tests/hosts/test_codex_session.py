@@ -98,3 +98,26 @@ def test_a_run_with_several_records_or_none_has_no_session(tmp_path: Path) -> No
     write_record(tmp_path)
     (tmp_path / "sessions" / "rollout-2.jsonl").write_text("")
     assert read_session(tmp_path) is None
+
+
+def test_a_skill_codex_put_in_is_read_by_its_folder_and_nothing_else_is(tmp_path: Path) -> None:
+    """Only Codex's own skill message counts: a user's or the model's text that looks like
+    one, or a malformed one, gives no skill (and never an error)."""
+    marked = {"internal_chat_message_metadata_passthrough": {
+        "content_item_kinds": ["skills.selected_skill_instructions"]}}
+    skill_text = "<skill>\n<name>greet</name>\n<path>/w/.agents/skills/greet/SKILL.md</path>\n"
+    write_record(
+        tmp_path,
+        {"type": "message", "role": "user", "content": [{"type": "input_text",
+                                                         "text": skill_text}]},
+        {"type": "message", "role": "assistant", **marked,
+         "content": [{"type": "output_text", "text": skill_text}]},
+        {"type": "message", "role": "user", **marked, "content": "not a list"},
+        {"type": "message", "role": "user", **marked, "content": [None, {"text": 7}]},
+        {"type": "message", "role": "user",
+         "internal_chat_message_metadata_passthrough": "not a mapping", "content": []},
+        {"type": "message", "role": "user", **marked,
+         "content": [{"type": "input_text", "text": skill_text}]},
+    )
+    session = read_session(tmp_path, Path("/w"))
+    assert session is not None and session.skills_given == ["greet"]

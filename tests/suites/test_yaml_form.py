@@ -480,7 +480,7 @@ def test_a_wrong_top_level_value_type_is_refused_at_its_key(
         ("    trials: many\n", "trials: many", "trials: Input should be a valid integer"),
         ("    timeout_s: 0\n", "timeout_s", "timeout_s: Input should be greater than 0"),
         ("    invocation: sometimes\n", "sometimes",
-         "invocation: Input should be 'automatic', 'explicit' or 'none'"),
+         "invocation: 'sometimes' is not a mode: automatic, explicit or none"),
         ("    tags: csv\n", "tags", "tags: Input should be a valid list"),
         ("    synthetic: perhaps\n", "perhaps", "synthetic: Input should be a valid boolean"),
         ("    colour: red\n", "colour", "unknown key 'colour'"),

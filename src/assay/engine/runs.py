@@ -314,6 +314,7 @@ def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[s
     ``--agent-cache`` or ``--adaptive`` where nothing could use them."""
     plans = _plans(load(), targets)
     _check_workspaces(plans)
+    _check_invocations(plans)
     _check_judges(plans, settings)
     _check_agent_cache(plans, settings, watcher)
     _check_adaptive(plans, settings)
@@ -355,6 +356,29 @@ def _check_workspaces(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
                     f"{what}: its fixture is a folder; {why} {WITHHELD}"
             else:
                 said = f"{what} has a workspace, which target {uri} cannot give: {why}"
+            raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
+                             said)
+
+
+def _check_invocations(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
+    """A case whose invocation names a skill runs only where the target can come to it: a
+    host that looks where the skill is, and for ``explicit`` a host at all (SPEC §2);
+    refused now, at the case, as a load error (exit 2), before anything runs."""
+    from ..errors import SuiteError
+    from ..suites.build import WITHHELD
+    from ..targets import skill_refusal
+
+    for item, uri in plans:
+        for use in item.skill_uses:
+            why = skill_refusal(uri, use.invocation.mode, use.invocation.skill, use.hosts,
+                                use.found)
+            if why is None:
+                continue
+            case = use.case
+            hidden = case.split == "hidden"
+            said = f"case {case.id!r}: invocation {use.invocation.mode} of skill " \
+                f"{use.invocation.skill!r} cannot run on target {uri}: {why}" if not hidden \
+                else f"a hidden case's invocation cannot run on target {uri} {WITHHELD}"
             raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
                              said)
 

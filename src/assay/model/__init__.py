@@ -1,6 +1,7 @@
 """The vocabulary of assay as typed, validated data (SPEC §1)."""
 
 from .evidence import DEFAULT_MINIMUM, FACTS, STRONGEST, Evidence
+from .invocation import Invocation
 from .result import (
     Adaptive,
     CaseResult,
@@ -33,6 +34,7 @@ __all__ = [
     "Event",
     "Evidence",
     "HoldoutResult",
+    "Invocation",
     "RateSummary",
     "Reliability",
     "Report",

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from .evidence import Evidence
+from .invocation import Invocation, Mode, parse_invocation
 from .values import one_line
 
 SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*@[0-9]+$")
@@ -168,7 +169,9 @@ class Case(BaseModel):
     model: str | dict[str, str] | None = None
     effort: str | dict[str, str] | None = None
     synthetic: bool = False
-    invocation: Literal["automatic", "explicit", "none"] | None = None
+    #: How the host comes to a skill (SPEC §2): a bare mode is a label; ``{mode, skill}``
+    #: acts (``model.invocation``).
+    invocation: Mode | Invocation | None = None
     #: The reference a judge's ``{expected}`` is filled with (SPEC §9): any JSON value.
     expected: Any = None
     line: int | None = Field(default=None, exclude=True)
@@ -185,6 +188,11 @@ class Case(BaseModel):
         if _CONTROL.search(value):
             raise ValueError("a case id holds no control characters (newline, tab, escape, NUL…)")
         return value
+
+    @field_validator("invocation", mode="before")
+    @classmethod
+    def _invocation(cls, value: Any) -> Any:
+        return parse_invocation(value)
 
     @field_validator("model", "effort", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..checks import PLANNED, REGISTRY, LoadContext, lookup
 from ..errors import SuiteError
 from ..model import MODIFIERS, Assertion, Case, Evidence, Suite
 from ..model.changes import glob_matches
+from ..model.invocation import Invocation, prompt_invocation
 from ..model.suite import assertion_name, pin_problem
 from ..model.values import compile_path
 from ..workspaces.staged import Source
@@ -195,7 +197,35 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
         here = [*loc, "expect", j]
         at = _at(problem, assertion, here)
         case.expect[j] = check_assertion(assertion, at, ctx)
+    if isinstance(case.invocation, Invocation):
+        _check_invocation(case, case.invocation, problem, loc, ctx)
     return case
+
+
+def _check_invocation(case: Case, invocation: Invocation, problem: Problem, loc: Loc,
+                      ctx: LoadContext) -> None:
+    """An invocation that names a skill: the input does not invoke it itself, and ``none``
+    forbids it (a ``never_activates_skill`` the case is given unless it has one)."""
+    skill = invocation.skill
+    prompt = case.input if isinstance(case.input, str) else \
+        case.input.get("prompt") if isinstance(case.input, dict) else None
+    written = prompt_invocation(prompt, skill) if isinstance(prompt, str) else None
+    if written is not None:
+        raise problem([*loc, "input"], f"the input invokes skill {skill!r} itself ({written}); "
+                      f"invocation {invocation.mode} says how the host comes to it, so leave "
+                      f"{written} out", "the input invokes the invocation's skill itself")
+    if invocation.mode != "none":
+        return
+    for assertion in case.expect:
+        if assertion.check == "activates_skill" and fnmatchcase(skill, assertion.arg):
+            raise _at(problem, assertion, [])(
+                f"activates_skill {assertion.arg} can never pass: invocation none says skill "
+                f"{skill!r} is never activated", "activates_skill contradicts invocation none")
+    if not any(a.check == "never_activates_skill" and any(fnmatchcase(skill, g) for g in a.arg)
+               for a in case.expect):
+        implied = Assertion(check="never_activates_skill", arg=skill, line=case.line,
+                            file=case.file or problem.file)
+        case.expect.append(check_assertion(implied, _at(problem, implied, loc), ctx))
 
 
 #: The most a workspace folder may hold: every trial of its cases copies it.

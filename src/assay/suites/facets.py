@@ -23,6 +23,7 @@ from typing import Any
 
 from ..canonical import file_digest
 from ..model import Case
+from ..model.invocation import invocation_facet
 
 #: What the ``case`` facet leaves out: labels that change nothing the agent is asked
 #: (``tags``), and what other facets cover (``expect``, ``fixture_digest``).
@@ -85,7 +86,7 @@ def case_facets(cases: Iterable[Case], identities: Mapping[str, Mapping[str, Any
         if code:
             facets["graders"] = json_digest(code)
         if case.invocation is not None:
-            facets["invocation"] = case.invocation
+            facets["invocation"] = invocation_facet(case.invocation)
         found[case.id] = facets
     return found
 

@@ -21,6 +21,7 @@ from ..canonical import canonical, digest, file_digest
 from ..errors import SuiteError
 from ..model import Case, Suite
 from ..model.fixture import ToolFixture
+from ..model.invocation import Invocation
 from ..model.packed import PackedCases
 from . import cache, marks
 from .build import (
@@ -37,6 +38,7 @@ from .build import (
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
 from .marks import load_marked
+from .skills import Found, SkillUse, find_skill
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class LoadedSuite:
     workspace_case: Case | None = None
     #: The first case whose fixture is a folder or a plain file, not a tool fixture.
     folder_fixture_case: Case | None = None
+    #: The cases whose invocation names a skill, with the hosts that can see it: a
+    #: target that cannot invoke it, or see it, refuses the suite (``engine.runs``).
+    skill_uses: tuple[SkillUse, ...] = ()
     #: Each (file, workspace) a case names, resolved (``workspace_path``).
     _workspaces: dict[tuple[str | None, str | None], Path] = field(default_factory=dict,
                                                                    repr=False)
@@ -451,6 +456,7 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
         own = (Path(case.file or path).parent / case.workspace).resolve() \
             if case.workspace is not None else default
         check_outcomes(case, own, _case_problem(case, path))
+    skill_uses = _skill_uses(digests.skill_cases, default, path)
     hidden_digest = digests.hidden_digest()
     workspace_case = digests.workspace_case
     if default is not None and suite.cases:
@@ -459,7 +465,7 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
                          choice.source if hidden_digest is not None else None,
                          hidden_missing=choice.missing, workspace_case=workspace_case,
                          folder_fixture_case=digests.folder_fixture_case,
-                         _fixture_digests=digests.fixture_digests)
+                         skill_uses=skill_uses, _fixture_digests=digests.fixture_digests)
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
             loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)
@@ -501,6 +507,8 @@ class _Digests:
         self.outcome_cases: list[Case] = []
         #: The cases with ``state`` checks: their fixture must give a state.
         self.state_cases: list[Case] = []
+        #: The cases whose invocation names a skill: their workspace must hold it.
+        self.skill_cases: list[Case] = []
         #: The first case with a workspace of its own; the first with a folder as fixture.
         self.workspace_case: Case | None = None
         self.folder_fixture_case: Case | None = None
@@ -528,6 +536,8 @@ class _Digests:
                     self.outcome_cases.append(case)
                 if any(a.check == "state" for a in case.expect):
                     self.state_cases.append(case)
+                if isinstance(case.invocation, Invocation):
+                    self.skill_cases.append(case)
 
     def suite_digest(self, body: dict[str, Any]) -> str:
         """The suite digest, once every case was added."""
@@ -542,6 +552,28 @@ class _Digests:
         sink = self._hidden.copy()
         sink.update(b"]")
         return "sha256:" + sink.hexdigest()
+
+
+def _skill_uses(cases: Sequence[Case], default: Path | None, path: Path) -> tuple[SkillUse, ...]:
+    """Each case's named skill, found in its workspace (its own, else the suite's); one a
+    workspace does not hold is refused at the case's line (SPEC §2)."""
+    uses: list[SkillUse] = []
+    seen: dict[tuple[Path, str], Found] = {}
+    for case in cases:
+        invocation = case.invocation
+        assert isinstance(invocation, Invocation)  # only such cases are collected
+        own = (Path(case.file or path).parent / case.workspace).resolve() \
+            if case.workspace is not None else default
+        found = find_skill(own, invocation.skill, seen)
+        if found.problem is not None:
+            hidden = case.split == "hidden"
+            raise SuiteError(case.file or str(path), case.line,
+                             f"case {case.id!r}: invocation: skill {invocation.skill!r} "
+                             f"{found.problem}" if not hidden else
+                             "invocation: the skill it names is not usable from the "
+                             "case's workspace (details withheld: hidden case)")
+        uses.append(SkillUse(case, invocation, found.hosts, found.found))
+    return tuple(uses)
 
 
 def _case_problem(case: Case, path: Path) -> Problem:

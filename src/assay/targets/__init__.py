@@ -82,9 +82,32 @@ def folder_fixture_refusal(uri: str) -> str | None:
     return None
 
 
+def skill_refusal(uri: str, mode: str, skill: str, hosts: frozenset[str],
+                  found: tuple[str, ...]) -> str | None:
+    """Why the target ``uri`` cannot run a case whose invocation names ``skill`` (SPEC §2),
+    found in the workspace at ``found``, where ``hosts`` look; None when it can.
+
+    Only a host CLI invokes a skill its own way, so ``explicit`` needs one; and a
+    host that does not look where the skill is could never come to it, whatever the mode.
+    """
+    from ..model.invocation import SKILL_FOLDERS
+
+    host = uri.split(maxsplit=1)[0] if _is_host(uri) else None
+    if host is None:
+        if mode == "explicit":
+            return (f"only a host CLI (claude, codex) invokes a skill its own way, and target "
+                    f"{uri} is none: run the case on one, or make its invocation automatic")
+        return None
+    if host in hosts:
+        return None
+    where = " or ".join(f"{folder}/{skill}/SKILL.md" for folder in SKILL_FOLDERS[host])
+    return f"{host} looks for it in {where}, and the workspace holds it only in " + \
+        " and ".join(found)
+
+
 def _is_host(uri: str) -> bool:
     return uri in ("claude", "codex") or uri.startswith(("claude ", "codex "))
 
 
 __all__ = ["PLANNED", "Partial", "Target", "TargetOptions", "TrialBroken", "TrialRequest",
-           "folder_fixture_refusal", "make_target", "workspace_refusal"]
+           "folder_fixture_refusal", "make_target", "skill_refusal", "workspace_refusal"]

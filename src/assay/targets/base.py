@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from ..model import Case, Evidence, Trace
 from ..model.fixture import ToolFixture
+from ..model.invocation import invocation_facet
 
 
 class Partial:
@@ -124,8 +125,9 @@ def case_facets(case: Case, harness: str, *, unpinnable: str | None = None) -> d
     reader of the trace sees the case asked for something that did not happen.
     """
     facets: dict[str, str] = {}
-    if case.invocation is not None:
-        facets["invocation"] = case.invocation
+    invoked = invocation_facet(case.invocation)
+    if invoked is not None:
+        facets["invocation"] = invoked
     if unpinnable is not None:
         for pin, value in (("model", case.model_for(harness)),
                            ("effort", case.effort_for(harness))):

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from ...errors import HarnessFailure, UsageError
 from ...model import Evidence, Trace
 from ...model.fixture import ToolFixture
+from ...model.invocation import Invocation
 from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
 from ..fixture_server import fixture_names, read_final_state, server_command
 from ..identity import file_entries, folder_entries, identity_digest
@@ -177,6 +178,11 @@ class CliHost(ABC):
         (``fixture_server``), its tools allowed without asking; after the URI's own."""
         return []
 
+    @abstractmethod
+    def invoke(self, skill: str, prompt: str) -> str:
+        """The prompt that has the CLI invoke ``skill`` its own way (an ``explicit``
+        invocation, SPEC §2), the case's prompt following."""
+
     def stdin(self, prompt: str) -> bytes:
         """What the CLI reads on stdin: the prompt (kept off the command line, where
         every user of the machine could read it)."""
@@ -237,6 +243,11 @@ class CliHost(ABC):
     async def run(self, request: TrialRequest) -> Trace:
         """One trial: the CLI in a throwaway home, working in the trial's workspace."""
         prompt = prompt_of(request.case.input)
+        invocation = request.case.invocation
+        if isinstance(invocation, Invocation) and invocation.mode == "explicit":
+            prompt = self.invoke(invocation.skill, prompt)
+        # ``automatic`` and ``none`` add nothing: the host comes to the skill, or does not,
+        # on the prompt as written.
         tools = request.tools
         if tools is not None and tools.mcp:
             raise TrialBroken(f"{self.name} takes MCP servers in its own flags: a tool "

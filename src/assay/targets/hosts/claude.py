@@ -91,6 +91,11 @@ class ClaudeTarget(CliHost):
             argv += ["--effort", effort]
         return argv
 
+    def invoke(self, skill: str, prompt: str) -> str:
+        """The skill's slash command first; the prompt follows as its arguments (Claude
+        Code puts them after the skill's text, as when a user types ``/NAME …``)."""
+        return f"/{skill} {prompt}" if prompt.strip() else f"/{skill}"
+
     async def check_signed_in(self) -> None:
         """``claude auth status``: only ``loggedIn`` is read; the rest (who) is dropped."""
         done = await self.check([self.binary, "auth", "status", "--json"])

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from ...errors import HarnessFailure
-from ...model import Evidence, Trace
+from ...model import Event, Evidence, Trace
 from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
 from ..fixture_server import SERVER
 from ..prices import load_prices
@@ -93,6 +93,11 @@ class CodexTarget(CliHost):
             argv += ["-c", f"model_reasoning_effort={json.dumps(effort)}"]
         return argv
 
+    def invoke(self, skill: str, prompt: str) -> str:
+        """The skill's ``$`` mention first: Codex puts the skill's ``SKILL.md`` in the
+        conversation after the prompt, as when a user mentions it."""
+        return f"${skill} {prompt}" if prompt.strip() else f"${skill}"
+
     async def check_signed_in(self) -> None:
         """``codex login status``: only its exit code is read (its output shows part of a key)."""
         done = await self.check([self.binary, "login", "status"])
@@ -150,8 +155,14 @@ class CodexTarget(CliHost):
             facets["model"] = model
         if recovered:
             facets["calls_from_session_record"] = str(recovered)
+        events = run.events
+        if session is not None and session.skills_given:
+            # A mentioned skill is put in before the model runs, and the stream does not
+            # say so: inferred from the record, as a skill read by a command is.
+            events = [*(Event(kind="skill", name=skill, t=0.0)
+                        for skill in dict.fromkeys(session.skills_given)), *events]
         return Trace(
-            output=run.output, status=run.status, error=run.error, events=run.events,
+            output=run.output, status=run.status, error=run.error, events=events,
             usage=usage, steps=steps, settled=run.settled, exit_code=exit_code,
             duration_s=finished.duration_s, stdout=finished.stderr, facets=facets,
             evidence=trial_evidence,

@@ -42,6 +42,8 @@ _EXIT = re.compile(r"(?:exited with code|Exit code:|\"exit_code\":)\s*(-?\d+)")
 #: The file headers of an ``apply_patch`` patch, and the stream's word for each.
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
 _PATCH_KIND = {"Add": "add", "Update": "update", "Delete": "delete"}
+#: The path of the skill file in the text Codex puts in for a mentioned skill.
+_SKILL_PATH = re.compile(r"<path>([^<\n]*)</path>")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class Session:
     responses: int = 0
     calls: list[RecordedCall] = field(default_factory=list)
     code_mode: bool = False
+    #: The skills Codex put into the conversation itself (a ``$NAME`` mention), by folder name.
+    skills_given: list[str] = field(default_factory=list)
 
 
 def read_session(codex_home: Path, workdir: Path | None = None) -> Session | None:
@@ -103,6 +107,8 @@ def read_session(codex_home: Path, workdir: Path | None = None) -> Session | Non
                 outputs[str(payload.get("call_id"))] = _output(payload.get("output"))
             elif item_kind == "custom_tool_call" and payload.get("name") == "exec":
                 session.code_mode = True
+            elif item_kind == "message":
+                session.skills_given += _skills_given(payload)
             elif (call := _call_of(payload, workdir)) is not None:
                 calls.append(call)
     session.responses = len(responses)
@@ -110,6 +116,25 @@ def read_session(codex_home: Path, workdir: Path | None = None) -> Session | Non
         output, success = outputs.get(call_id, (None, None))
         session.calls.append(RecordedCall(call_id, name, arguments, output, success))
     return session
+
+
+def _skills_given(item: dict[str, Any]) -> list[str]:
+    """The skills a user-side message of Codex's own carries: the ``SKILL.md`` it puts in
+    when a prompt mentions a skill (``<skill><name>…</name><path>…/NAME/SKILL.md</path>``,
+    marked ``skills.selected_skill_instructions``; checked with 0.163)."""
+    meta = item.get("internal_chat_message_metadata_passthrough")
+    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    if item.get("role") != "user" or not isinstance(kinds, list) or \
+            "skills.selected_skill_instructions" not in kinds:
+        return []
+    content = item.get("content")
+    found: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        text = block.get("text") if isinstance(block, dict) else None
+        path = _SKILL_PATH.search(text) if isinstance(text, str) else None
+        if path is not None:
+            found += skills_read(path[1])
+    return found
 
 
 def _call_of(item: dict[str, Any], workdir: Path | None) -> tuple[str, str, Any] | None:

@@ -7,6 +7,7 @@ trial each) go into a fresh store: the honest echo agent, and a candidate
 that answers every tenth case wrongly. Then fresh processes of
 
     assay compare BASE CAND --json c.json
+    assay compare --agent bench previous current --json ca.json   (the two versions by name)
     assay gate CAND --min-score 0.95 --json g1.json            (a gate on one run)
     assay gate CAND --baseline BASE --min-score 0.5 --json g.json
 
@@ -70,9 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     cand = stored_run(assay, folder, suite, "python:candidate_agent:echo")
     print(f"# two stored runs of {args.n} cases in {time.perf_counter() - start:.1f} s "
           f"({folder})")
+    for target in ("python:bench_agent:echo", "python:candidate_agent:echo"):
+        published = subprocess.run([*assay, "agent", "publish", target, "--dir", str(suite),
+                                    "--name", "bench"], cwd=folder, capture_output=True,
+                                   text=True, env=assay_env(suite), timeout=600)
+        assert published.returncode == 0, published.stderr
 
     commands = {
         "compare": [*assay, "compare", base, cand, "--json", "c.json"],
+        "by agent": [*assay, "compare", "--agent", "bench", "previous", "current",
+                     "--json", "ca.json"],
         "gate": [*assay, "gate", cand, "--min-score", "0.95", "--json", "g1.json"],
         "gate+base": [*assay, "gate", cand, "--baseline", base, "--min-score", "0.5",
                       "--json", "g.json"],
@@ -89,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     compared = json.loads((folder / "c.json").read_text())
     regressed = sum(1 for r in compared["rows"] if r["change"] == "regressed")
     assert compared["verdict"] == "worse" and regressed == (args.n + 9) // 10, regressed
+    by_agent = json.loads((folder / "ca.json").read_text())
+    assert by_agent["rows"] == compared["rows"] and by_agent["agent"]["name"] == "bench"
     for name in ("g.json", "g1.json"):
         gated = json.loads((folder / name).read_text())
         assert gated["decision"] == "blocked", gated

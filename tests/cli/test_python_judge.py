@@ -231,18 +231,27 @@ def test_a_suite_judge_that_cannot_be_loaded_is_refused_at_its_line(
     assert reason in done.err
 
 
-def test_a_checks_own_model_that_cannot_be_loaded_is_refused_at_its_line(
-        project: Project) -> None:
-    project_with(project, ["good", "bad"], judge="openai:judge-model")
+def test_a_checks_own_model_is_loaded_at_its_line_and_asked(project: Project) -> None:
+    project_with(project, ["bad"], judge="openai:judge-model")
+    own = "model: 'python:judges:NAME'"
+    project.write("evals/hidden/cases.yaml", HIDDEN.replace(
+        "- judge: The reply apologises",
+        "- judge: {criteria: The reply apologises, " + own.replace("NAME", "grade") + "}"))
     text = (project.root / "evals" / "a.suite.yaml").read_text().splitlines()
-    line = max(i for i, t in enumerate(text, 1) if "judge: The reply apologises" in t)
-    text[line - 1] = ("      - judge: {criteria: The reply apologises, "
-                      "model: 'python:judges:missing'}")
-    project.write("evals/a.suite.yaml", "\n".join(text) + "\n")
+    line = next(i for i, t in enumerate(text, 1) if "judge: The reply apologises" in t)
+    text[line - 1] = "      - judge: {criteria: The reply apologises, " + own + "}"
+    project.write("evals/a.suite.yaml", "\n".join(text).replace("NAME", "missing") + "\n")
     done, _ = run(project)
     assert done.code == 2
     assert f"evals/a.suite.yaml:{line}: judge: model python:judges:missing: " \
            "module 'judges' has no 'missing'" in done.err
+    # Named right, the checks' own judge is asked; the suite's openai: judge judges
+    # nothing, so it needs no server.
+    project.write("evals/a.suite.yaml", "\n".join(text).replace("NAME", "grade") + "\n")
+    done, report = run(project)
+    assert done.code == 1, done.out + done.err
+    assert verdicts(report)["bad"][0]["note"] == "the judge (python:judges:grade) said fail"
+    assert report["cost"]["judge_calls"] == 2
 
 
 def test_a_judge_flag_that_cannot_be_loaded_is_a_usage_error(project: Project) -> None:
@@ -272,15 +281,15 @@ def pick(prompt, inputs):
 
 ALPHA = "def agent(input):\n    return 'alpha says ' + str(input)\n"
 
-PAIR_SUITE = f"""
+PAIR_SUITE = """
 suite: pw/pyjudge@1
 target: python:alpha_agent:agent
 trials: 2
 hidden: hidden/
 cases:
-  - {{id: one, input: one, expect: [{{contains: says}}]}}
-  - {{id: two, input: two, expect: [{{contains: says}}]}}
-  - {{id: odd, input: RAISE, expect: [{{contains: says}}]}}
+  - {id: one, input: one, expect: [{contains: says}]}
+  - {id: two, input: two, expect: [{contains: says}]}
+  - {id: odd, input: RAISE, expect: [{contains: says}]}
 """
 
 PAIR_HIDDEN = f"""

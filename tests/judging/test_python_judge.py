@@ -23,7 +23,7 @@ from assay.judging.answers import OUT_OF_FORM_JUDGE, OUT_OF_RANGE
 from assay.judging.judges import JudgeRef, parse_judge, resolve_judge
 from assay.judging.opinion import Opinion, judge_opinion, score_answer
 from assay.judging.panel import JudgeOptions, Panel
-from assay.judging.python_judge import MAX_ANSWER, Caller, inputs_of, load
+from assay.judging.python_judge import MAX_ANSWER, Caller, check, inputs_of, load
 from assay.model import Suite, Trace
 
 from ..fuzz_corpus import HOSTILE, MEGABYTE, PAGES
@@ -124,10 +124,12 @@ def test_a_local_module_the_judge_imports_is_part_of_its_code(tmp_path: Path) ->
 def test_a_judge_that_cannot_be_loaded_says_why(tmp_path: Path, source: str | None, spec: str,
                                                 reason: str) -> None:
     name = module(tmp_path, source) if source is not None else ""
-    with pytest.raises(ValueError) as caught:
-        load(JudgeRef("python", spec.format(name=name)), tmp_path)
-    assert reason in str(caught.value)
-    assert "Traceback" not in str(caught.value)
+    ref = JudgeRef("python", spec.format(name=name))
+    for loading in (check, load):  # a suite's load checks; a run loads
+        with pytest.raises(ValueError) as caught:
+            loading(ref, tmp_path)
+        assert reason in str(caught.value)
+        assert "Traceback" not in str(caught.value)
 
 
 # -- calling ----------------------------------------------------------------------------

@@ -68,10 +68,10 @@ def _common(arg: Mapping[str, Any], out: dict[str, Any], kind: str, ctx: LoadCon
         if judge.kind == "python":
             # Imported now, from beside the suite file, as a grader is: a judge that
             # cannot be loaded is a mistake at this line, not a run of inconclusives.
-            from ..judging.python_judge import load
+            from ..judging.python_judge import check
 
             try:
-                load(judge, ctx.base_dir)
+                check(judge, ctx.base_dir)
             except ValueError as exc:
                 raise ValueError(f"model {judge.uri}: {exc}") from None
     if "template" in arg:

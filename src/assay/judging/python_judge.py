@@ -34,8 +34,9 @@ answer; ``error`` says only ``raised TypeName``. A Python judge reports no
 tokens and no cost: both are unavailable (None), never 0.
 
 Loading (``load``) imports the module, checks the attribute is callable
-and takes the digests; what goes wrong is a ``ValueError`` the caller
-words as a load error (file and line) or a usage error (``--judge``).
+and takes the digests (``check``: the first two only, for a suite's load);
+what goes wrong is a ``ValueError`` the caller words as a load error (file
+and line) or a usage error (``--judge``).
 """
 
 from __future__ import annotations
@@ -100,6 +101,24 @@ class PythonJudge:
         return inspect.iscoroutinefunction(self.func)
 
 
+def check(ref: JudgeRef, base_dir: Path | None) -> None:
+    """Whether the judge ``ref`` names can be imported and called; ``ValueError`` says why not.
+
+    What a suite's load asks of each check that names one: the import and
+    the attribute, not the digests, which the run takes once (``load``).
+    """
+    if ref.kind != "python":
+        raise ValueError(f"{ref.uri} is not a python judge")
+    _callable(ref, resolve_function(ref.model, base_dir or Path.cwd()))
+
+
+def _callable(ref: JudgeRef, func: Callable[..., Any]) -> Callable[..., Any]:
+    if inspect.isclass(func):
+        raise ValueError(f"{ref.model!r} is a class, not a function: a judge is called with "
+                         "the prompt and returns the answer text")
+    return func
+
+
 def load(ref: JudgeRef, base_dir: Path | None) -> PythonJudge:
     """Import the judge ``ref`` names, with ``base_dir`` importable; ``ValueError`` says why not.
 
@@ -114,9 +133,7 @@ def load(ref: JudgeRef, base_dir: Path | None) -> PythonJudge:
         module = sys.modules.get(module_name)
         if module is not None:
             func = _fresh(ref, module, func)
-    if inspect.isclass(func):
-        raise ValueError(f"{ref.model!r} is a class, not a function: a judge is called with "
-                         "the prompt and returns the answer text")
+    func = _callable(ref, func)
     module = sys.modules.get(module_name)
     parameters: dict[str, Any] = {"callable": ref.model, "module_digest": None,
                                   "code_digest": None}
@@ -293,4 +310,4 @@ def _stream(printed: str, raised: BaseException | None) -> str | None:
     return storable_text(printed) if printed else None
 
 
-__all__ = ["MAX_ANSWER", "Caller", "PythonJudge", "inputs_of", "load", "reason"]
+__all__ = ["MAX_ANSWER", "Caller", "PythonJudge", "check", "inputs_of", "load", "reason"]

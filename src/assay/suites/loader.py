@@ -592,14 +592,14 @@ def _check_python_judge(named: str, path: Path) -> None:
     """The suite's ``judge: python:module:function`` imported now, beside the suite file:
     one that cannot be is a mistake at its line, not a run refused later (SPEC §9)."""
     from ..judging.judges import parse_judge
-    from ..judging.python_judge import load
+    from ..judging.python_judge import check
 
     try:
         judge = parse_judge(named)
     except ValueError as exc:
         raise SuiteError(str(path), _key_line(path, "judge"), f"judge: {exc}") from None
     try:
-        load(judge, path.parent)
+        check(judge, path.parent)
     except ValueError as exc:
         raise SuiteError(str(path), _key_line(path, "judge"), f"judge {judge.uri}: {exc}") \
             from None

@@ -14,6 +14,12 @@ facet) is listed but not compared, and so is a trial with no stored output
 on either side (broken before it left a trace, or erased). Trials only one
 run has are counted as ``unpaired``.
 
+A ``python:module:function`` judge is imported from the working folder
+(there is no suite file to stand beside) and given, besides the prompt,
+``inputs`` with the criteria, the reference and the two outputs in the order
+shown (``first``, ``second``); its module's digests are in the parameters
+and the prompt digest (``judging.python_judge``).
+
 Hidden content stays inside: the prompts, the outputs and the judge's raw
 answers are never in a ``Row`` or anything ``to_json`` writes; a row of a
 hidden case is ``holdout-N``, which run was shown first, the choice and a
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     from ..judging.client import JudgeSettings
     from ..judging.judges import JudgeRef
     from ..judging.opinion import Opinion
+    from ..judging.python_judge import PythonJudge
     from ..store.database import Store, StoredRun
 
 #: Facets that say a case is not the same case in both runs: its input, reference and
@@ -92,6 +99,17 @@ class PairwiseOptions:
             raise UsageError(f"--seed must be between 0 and {MAX_SEED}, got {self.seed}")
         if self.concurrency < 1:
             raise UsageError(f"--concurrency must be 1 or more, got {self.concurrency}")
+        if self.judge.kind == "python":
+            self.python_judge()
+
+    def python_judge(self) -> PythonJudge:
+        """The ``python:`` judge imported from the working folder; a usage error if it cannot be."""
+        from ..judging.python_judge import load
+
+        try:
+            return load(self.judge, Path.cwd())
+        except ValueError as error:
+            raise UsageError(f"judge {self.judge.uri}: {error}") from None
 
 
 # --- what is stored -------------------------------------------------------------------
@@ -176,13 +194,25 @@ class Pair:
     expected: Any = field(default=None, repr=False)
     outputs: tuple[Any, Any] = field(default=(None, None), repr=False)
 
-    def prompt(self, template: str, criteria: str) -> str:
-        """The prompt for this pair: the run shown first's output under ``OUTPUT A``."""
+    def shown(self) -> tuple[Any, Any]:
+        """The two outputs in the order the judge is shown them."""
         assert self.first is not None
         a, b = self.outputs
-        first, second = (a, b) if self.first == "a" else (b, a)
+        return (a, b) if self.first == "a" else (b, a)
+
+    def prompt(self, template: str, criteria: str) -> str:
+        """The prompt for this pair: the run shown first's output under ``OUTPUT A``."""
+        first, second = self.shown()
         return render_pairwise(template, criteria=criteria, expected=self.expected,
                                first=first, second=second)
+
+    def inputs(self, criteria: str) -> dict[str, Any]:
+        """What a ``python:`` judge is given beside the prompt: the pieces it was made from."""
+        from ..judging.python_judge import inputs_of
+
+        first, second = self.shown()
+        return inputs_of("pairwise", criteria=criteria, expected=self.expected, first=first,
+                         second=second)
 
 
 @dataclass(frozen=True)
@@ -361,17 +391,37 @@ def entry_content(p: Pair, answer: PairwiseAnswer, choice: Choice | None, opinio
 # --- asking -------------------------------------------------------------------------
 
 async def ask_all(prompts: Sequence[str], settings: JudgeSettings, digest: str,
-                  concurrency: int, kind: str = "openai") -> list[Opinion]:
+                  concurrency: int, kind: str = "openai", *,
+                  python: PythonJudge | None = None,
+                  inputs: Sequence[Mapping[str, Any]] = ()) -> list[Opinion]:
     """One opinion per prompt, in order, at most ``concurrency`` calls at once. Never raises
-    but on cancellation (``client.ask`` and ``ask_claude`` make every failure an opinion).
+    but on cancellation (``client.ask``, ``ask_claude`` and a python judge's caller make
+    every failure an opinion).
 
-    ``kind`` ``claude``: the installed ``claude`` CLI answers, pinned to the model.
+    ``kind`` ``claude``: the installed ``claude`` CLI answers, pinned to the model;
+    ``python``: ``python`` is called, given each prompt with its ``inputs``.
     """
     from ..judging.claude_grader import ClaudeJudgeSettings, ask_claude
     from ..judging.client import ask, make_client
     from ..targets.prices import load_prices
 
     gate = asyncio.Semaphore(concurrency)
+    if kind == "python":
+        from ..judging.python_judge import Caller
+
+        assert python is not None and len(inputs) == len(prompts)
+        caller = Caller(concurrency)
+
+        async def by_callable(prompt: str, given: Mapping[str, Any]) -> Opinion:
+            async with gate:
+                return await caller.ask(python, prompt, given, prompt_digest=digest,
+                                        timeout_s=settings.timeout_s)
+
+        try:
+            return list(await asyncio.gather(*(by_callable(p, i)
+                                               for p, i in zip(prompts, inputs, strict=True))))
+        finally:
+            caller.close()
     if kind == "claude":
         host = ClaudeJudgeSettings(model=settings.model, timeout_s=settings.timeout_s)
 
@@ -401,6 +451,7 @@ def pairwise(store: Store, options: PairwiseOptions) -> PairwiseResult:
     from ..store.ledger.opinions import raw_blob, seal_opinions
 
     options.check()
+    python = options.python_judge() if options.judge.kind == "python" else None
     try:
         # A claude judge has no server: the settings only carry its model and timeout.
         settings = JudgeSettings(model=options.judge.model,
@@ -411,12 +462,15 @@ def pairwise(store: Store, options: PairwiseOptions) -> PairwiseResult:
     criteria = storable_text(options.criteria)
     a, b = load_outputs(store, options.run_a), load_outputs(store, options.run_b)
     pairing = pair(a, b, seed)
+    shaping = dict(python.parameters) if python is not None else settings.sampling()
     parameters = {"kind": "pairwise", "model": options.judge.uri, "criteria": criteria,
-                  **settings.sampling()}
+                  **shaping}
     digest = prompt_digest(options.template, parameters)
     asked = [p for p in pairing.pairs if p.first is not None]
     opinions = asyncio.run(ask_all([p.prompt(options.template, criteria) for p in asked],
-                                   settings, digest, options.concurrency, options.judge.kind))
+                                   settings, digest, options.concurrency, options.judge.kind,
+                                   python=python,
+                                   inputs=[p.inputs(criteria) for p in asked] if python else ()))
 
     contents: list[dict[str, Any]] = []
     raws: dict[str, bytes] = {}

@@ -9,7 +9,9 @@ pure, so replay reads the stored opinions into the same verdicts.
 Arguments (normalised by ``prepare``):
 
 - ``judge: {criteria, model?, template?, threshold?}`` (or ``judge: TEXT``,
-  the criteria alone): one opinion, ``pass``/``fail``. ``threshold`` is the
+  the criteria alone): one opinion, ``pass``/``fail``. A ``model:`` that is
+  a ``python:module:function`` judge is imported at load, beside the suite
+  file, so that one that cannot be is refused at its line. ``threshold`` is the
   pass rate over trials the case needs (the ``threshold`` modifier, said
   in the argument; default 1.0).
 - ``rubric: {criteria: [{name, description?, weight?}], pass_at, model?,
@@ -57,12 +59,21 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
-def _common(arg: Mapping[str, Any], out: dict[str, Any], kind: str) -> None:
+def _common(arg: Mapping[str, Any], out: dict[str, Any], kind: str, ctx: LoadContext) -> None:
     if "model" in arg:
         from ..judging.judges import parse_judge
 
         out["model"] = _text(arg["model"], "model")
-        parse_judge(out["model"], default_kind="openai")  # raises with the reason
+        judge = parse_judge(out["model"], default_kind="openai")  # raises with the reason
+        if judge.kind == "python":
+            # Imported now, from beside the suite file, as a grader is: a judge that
+            # cannot be loaded is a mistake at this line, not a run of inconclusives.
+            from ..judging.python_judge import check
+
+            try:
+                check(judge, ctx.base_dir)
+            except ValueError as exc:
+                raise ValueError(f"model {judge.uri}: {exc}") from None
     if "template" in arg:
         out["template"] = check_template(arg["template"], kind)  # type: ignore[arg-type]
     if "threshold" in arg:
@@ -79,7 +90,7 @@ def prepare_judge(arg: Any, ctx: LoadContext) -> dict[str, Any]:
     if "criteria" not in arg:
         raise ValueError("judge needs criteria: what the answer must do to pass")
     out: dict[str, Any] = {"criteria": _text(arg["criteria"], "criteria")}
-    _common(arg, out, "judge")
+    _common(arg, out, "judge", ctx)
     return out
 
 
@@ -114,7 +125,7 @@ def prepare_rubric(arg: Any, ctx: LoadContext) -> dict[str, Any]:
     if "pass_at" not in arg:
         raise ValueError("rubric needs pass_at: the weighted score (0 to 1) a trial passes at")
     out: dict[str, Any] = {"criteria": normal, "pass_at": _fraction(arg["pass_at"], "pass_at")}
-    _common(arg, out, "rubric")
+    _common(arg, out, "rubric", ctx)
     return out
 
 

@@ -18,7 +18,8 @@ from .common import DB_OPTION, fail, show_result
               help="What makes one output better than the other, as the judge is told "
                    "(required).")
 @click.option("--judge", "judge_uri", metavar="URI",
-              help="The judge, openai:MODEL or claude:MODEL (default: $ASSAY_JUDGE).")
+              help="The judge, openai:MODEL, claude:MODEL or python:module:function "
+                   "(imported from the working folder) (default: $ASSAY_JUDGE).")
 @click.option("--judge-base-url", metavar="URL",
               help="The judge's OpenAI-compatible server, such as http://127.0.0.1:8000/v1 "
                    "(default: $ASSAY_JUDGE_BASE_URL).")

@@ -14,7 +14,8 @@ from .common import DB_OPTION, fail, outlive
 @click.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--judge", metavar="URI",
-              help="The judge to ask this time: openai:MODEL or claude:MODEL (default: "
+              help="The judge to ask this time: openai:MODEL, claude:MODEL or "
+                   "python:module:function (default: "
                    "$ASSAY_JUDGE, else the suite's judge:). A check's own model: still wins.")
 @click.option("--judge-base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: judges (default: "

@@ -127,8 +127,9 @@ class RunOptions:
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
 @click.option("--judge", metavar="URI",
-              help="The judge of quality checks (judge, rubric): openai:MODEL or claude:MODEL, "
-                   "instead of the suite's judge: (default: $ASSAY_JUDGE). A check's own "
+              help="The judge of quality checks (judge, rubric): openai:MODEL, claude:MODEL "
+                   "or python:module:function (imported beside the suite file), instead of "
+                   "the suite's judge: (default: $ASSAY_JUDGE). A check's own "
                    "model: still wins. Refused when no suite run has a judged check.")
 @click.option("--judge-base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: judges, e.g. "

@@ -34,7 +34,8 @@ class Opinion:
     host reported it cost (the ``claude`` grader). ``error`` is None or a
     short reason that never quotes the prompt or the server's text, either
     of which may hold a hidden case. ``stream`` is the host's raw event
-    stream, kept whole where there is one (None for a chat completion).
+    stream, kept whole where there is one (None for a chat completion), or
+    what a ``python:`` judge printed and the exception it raised, if any.
     ``waits`` are the waits after a 429 or 503 ("not now") before the judge
     answered or the call gave up (``targets/backoff.py``); ``latency_s``
     includes them.

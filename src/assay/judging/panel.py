@@ -7,6 +7,9 @@ error then, not a hundred inconclusive trials later), and then, for each
 trace the battery hands it, asks what the checks need — one answer per
 ``judge``, one per criterion of a ``rubric`` (asked at once), one
 similarity per ``similar`` — bounded by ``concurrency`` calls in flight.
+A ``python:`` judge is imported then too (``python_judge.load``), from the
+folder of the suite file that names it, and its module's digests become
+part of its checks' prompt digest: an edited judge is another judge.
 
 Every answer goes through the judge cache first (``targets.call_cache``,
 folder ``judge``), keyed by suite, case, trial index, judge model, the
@@ -37,8 +40,9 @@ from ..model.values import select
 from ..targets.call_cache import CallCache
 from ..targets.prices import PriceTable
 from .client import DEFAULT_TIMEOUT_S, JudgeSettings, ask, make_client
-from .judges import ENV_BASE_URL, JudgeRef, resolve_judge
+from .judges import ENV_BASE_URL, ENV_JUDGE, JudgeRef, resolve_judge
 from .opinion import OPINION_CHECKS, Opinion
+from .python_judge import Caller, PythonJudge, inputs_of
 from .templates import as_text, default_template, prompt_digest, render
 
 
@@ -68,6 +72,8 @@ class _Question:
     judge: JudgeRef | None  # None: a local similarity, no judge
     prompt: str
     prompt_digest: str
+    #: What a ``python:`` judge is given beside the prompt (None for any other judge).
+    inputs: Mapping[str, Any] | None = None
 
 
 def asks_opinions(case: Case) -> bool:
@@ -103,6 +109,8 @@ class Panel:
         self._identities: dict[tuple[JudgeRef, str, str, str], str] = {}
         self._by_position: dict[tuple[str, int], str] = {}
         self._facets: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
+        self._python: dict[JudgeRef, PythonJudge] = {}
+        self._caller: Caller | None = None
         self._judges = self._resolve()
         if any(a.check == "similar" for case in suite.cases for a in case.expect):
             from .similarity import MODEL_ENV, load_embedder
@@ -133,6 +141,8 @@ class Panel:
                         f"suite {self.suite.id} has {assertion.check} checks but names no judge: "
                         "give the suite a judge: (openai:MODEL), or pass --judge or set "
                         "ASSAY_JUDGE")
+                if judge.kind == "python" and judge not in self._python:
+                    self._python[judge] = self._load_python(judge, case, assertion, arg)
                 needs_url = needs_url or judge.kind == "openai"
                 found[(case.id, position)] = judge
         if needs_url and not self._base_url():
@@ -147,6 +157,37 @@ class Panel:
             except UsageError as exc:
                 raise UsageError(f"judge: {exc}") from None
         return found
+
+    def _load_python(self, judge: JudgeRef, case: Case, assertion: Assertion,
+                     arg: Mapping[str, Any]) -> PythonJudge:
+        """A ``python:`` judge imported; a usage error naming who named it if it cannot be.
+
+        Its module is looked for beside the suite file that names it: the
+        check's own file for a check's ``model:``, else the suite's.
+        """
+        from .python_judge import load
+
+        own = bool(arg.get("model"))
+        where = Path(assertion.file).parent if own and assertion.file else \
+            Path(self.suite.source).parent if self.suite.source else \
+            Path(assertion.file).parent if assertion.file else None
+        try:
+            return load(judge, where)
+        except ValueError as exc:
+            if own and case.split == "hidden":
+                raise UsageError(f"suite {self.suite.id}: a hidden case's judge (model:) cannot "
+                                 "be loaded (details withheld: hidden case)") from None
+            if own:
+                line = f":{assertion.line}" if assertion.line else ""
+                named = f"case {case.id!r}: model:"
+                named = f"{assertion.file}{line}: {named}" if assertion.file else named
+            elif self.options.judge:
+                named = "--judge"
+            elif self.options.env.get(ENV_JUDGE):
+                named = ENV_JUDGE
+            else:
+                named = f"{self.suite.source}: judge:" if self.suite.source else "judge:"
+            raise UsageError(f"suite {self.suite.id}: {named} {judge.uri}: {exc}") from None
 
     def _base_url(self) -> str | None:
         return self.options.base_url or self.options.env.get(ENV_BASE_URL) or None
@@ -199,7 +240,8 @@ class Panel:
                json.dumps(arg.get("criteria"), sort_keys=True, default=str))
         identity = self._identities.get(key)
         if identity is None:
-            settings = self._settings(judge).sampling() if judge.kind == "openai" else {}
+            settings = self._settings(judge).sampling() if judge.kind == "openai" else \
+                dict(self._python[judge].parameters) if judge.kind == "python" else {}
             shaping = {"judge": judge.uri, "criteria": arg.get("criteria"), **settings}
             identity = self._identities[key] = prompt_digest(template, shaping)
         return identity
@@ -236,14 +278,21 @@ class Panel:
                                                         self._embedder.model_id))]
         identity = self._identity(case, position, assertion)
         judge = self._judges[(case.id, position)]
+        python = judge.kind == "python"
         if assertion.check == "judge":
             template = arg.get("template") or default_template("judge")
+            inputs = inputs_of("judge", criteria=arg.get("criteria"), expected=case.expected,
+                               actual=actual) if python else None
             return [_Question(judge, render(template, criteria=arg.get("criteria"),
-                                            expected=case.expected, actual=actual), identity)]
+                                            expected=case.expected, actual=actual), identity,
+                              inputs)]
         template = arg.get("template") or default_template("rubric")
         return [_Question(judge, render(template, criterion=item["name"],
                                         description=item.get("description", ""),
-                                        expected=case.expected, actual=actual), identity)
+                                        expected=case.expected, actual=actual), identity,
+                          inputs_of("rubric", criterion=item["name"],
+                                    description=item.get("description", ""),
+                                    expected=case.expected, actual=actual) if python else None)
                 for item in arg.get("criteria") or []]
 
     async def _answer(self, case: Case, n: int, question: _Question, assertion: Assertion,
@@ -280,6 +329,13 @@ class Panel:
                                                         timeout_s=self.timeout_s),
                                     question.prompt, prompt_digest=question.prompt_digest,
                                     clock=self.clock)
+        if judge.kind == "python":
+            if self._caller is None:
+                self._caller = Caller(self.options.concurrency, self.clock)
+            return await self._caller.ask(self._python[judge], question.prompt,
+                                          question.inputs or {},
+                                          prompt_digest=question.prompt_digest,
+                                          timeout_s=self.timeout_s)
         settings = self._settings(judge)
         client = self._clients.get(settings.model)
         if client is None:
@@ -301,5 +357,8 @@ class Panel:
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.close()
+        if self._caller is not None:
+            self._caller.close()
+            self._caller = None
         if self.cache is not None:
             await asyncio.to_thread(self.cache.close)

@@ -261,7 +261,8 @@ class Suite(BaseModel):
     hidden: str | None = None
     #: The workspace of every case that names none (SPEC §14).
     workspace: str | None = None
-    #: The suite's judge (SPEC §9): ``openai:MODEL`` or ``claude:MODEL``; ``--judge`` overrides it.
+    #: The suite's judge (SPEC §9): ``openai:MODEL``, ``claude:MODEL`` or
+    #: ``python:module:function``; ``--judge`` overrides it.
     judge: str | None = None
     #: How long one judge call may take (SPEC §9 ``judge_timeout_s``).
     judge_timeout_s: float = Field(default=60.0, gt=0)

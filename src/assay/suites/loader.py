@@ -443,6 +443,8 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
         suite = suite.model_copy(update={"cases": cases})
     body = suite.model_dump(mode="json", by_alias=True, exclude={"cases", "source"},
                             exclude_defaults=True)
+    if suite.judge is not None and suite.judge.strip().startswith("python:"):
+        _check_python_judge(suite.judge, path)
     default = None
     if suite.workspace is not None:
         default = (path.parent / suite.workspace).resolve()
@@ -616,6 +618,23 @@ def _identities(cases: Sequence[Case], fixtures: dict[Path, str]) -> list[dict[s
                 found = fixtures[where] = file_digest(where)
             data["workspace_digest"] = found
     return identities
+
+
+def _check_python_judge(named: str, path: Path) -> None:
+    """The suite's ``judge: python:module:function`` imported now, beside the suite file:
+    one that cannot be is a mistake at its line, not a run refused later (SPEC §9)."""
+    from ..judging.judges import parse_judge
+    from ..judging.python_judge import check
+
+    try:
+        judge = parse_judge(named)
+    except ValueError as exc:
+        raise SuiteError(str(path), _key_line(path, "judge"), f"judge: {exc}") from None
+    try:
+        check(judge, path.parent)
+    except ValueError as exc:
+        raise SuiteError(str(path), _key_line(path, "judge"), f"judge {judge.uri}: {exc}") \
+            from None
 
 
 def _hidden_line(path: Path) -> int | None:

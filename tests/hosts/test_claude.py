@@ -63,6 +63,19 @@ def test_a_plain_answer_with_the_totals_of_the_final_result(claude: Host) -> Non
     assert "Say PONG." in json.dumps(last_user)
 
 
+def test_a_final_answer_saying_refused_is_a_refusal_with_its_reason(claude: Host) -> None:
+    answer = json.dumps({"status": "refused", "reason": "no refunds on weekends"})
+    claude.stub.reply(Turn([text(f"\n{answer}\n")]))
+    trace = claude.run("claude", "Refund order A-1.")
+
+    assert (trace.status, trace.error) == ("refused", "no refunds on weekends")
+    assert trace.output.strip() == answer  # the answer stays the output, as text
+    assert trace.settled is True and trace.exit_code == 0
+    # An answer that only mentions a refusal is an answer.
+    claude.stub.reply(f"I would say {answer}")
+    assert claude.run("claude", "Refund order A-1.").status == "ok"
+
+
 def test_a_mapping_input_gives_its_prompt_and_other_inputs_are_refused(claude: Host) -> None:
     claude.stub.reply("ok")
     assert claude.run("claude", {"prompt": "Hello"}).output == "ok"

@@ -292,6 +292,18 @@ def test_a_skill_is_inferred_from_reading_its_skill_file(codex: Host) -> None:
     assert trace.evidence["skills"] == Evidence.INFERRED
 
 
+def test_a_final_answer_saying_refused_is_a_refusal_with_its_reason(codex: Host) -> None:
+    answer = json.dumps({"status": "refused", "reason": ["not", "a", "string"]})
+    codex.stub.reply(Reply([say(answer)]))
+    trace = codex.run(codex.codex_uri(), "Refund order A-1.")
+
+    # A reason that is not text is kept as its JSON on one line.
+    assert (trace.status, trace.error) == ("refused", '["not","a","string"]')
+    assert trace.output == answer and trace.settled is True and trace.exit_code == 0
+    codex.stub.reply(Reply([say(json.dumps({"status": "done", "reason": "refunded"}))]))
+    assert codex.run(codex.codex_uri(), "Refund order A-1.").status == "ok"
+
+
 def test_a_failed_turn_exits_non_zero_and_its_stream_is_still_read(codex: Host) -> None:
     codex.stub.reply(Reply([say("The model does not exist.")], error_status=400))
     trace = codex.run(codex.codex_uri(), "hi")

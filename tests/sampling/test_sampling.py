@@ -195,6 +195,19 @@ def test_the_suites_tool_is_held_to_its_output_checks(tmp_path: Path) -> None:
     assert grade_call(checks, other, call_trace(other, {})).outcome == "pass"
 
 
+def test_a_proxied_refusal_is_read_as_the_mcp_target_reads_it(tmp_path: Path) -> None:
+    refusal = {"status": "refused", "reason": "no refunds on weekends"}
+    refused = _call("lookup", refusal, error=True)
+    trace = call_trace(refused, {})
+    assert (trace.status, trace.error, trace.output) == ("refused", "no refunds on weekends",
+                                                         refusal)
+    # The suite's `status: ok` fails on it, naming the refusal.
+    trial = grade_call(_suite(tmp_path), refused, trace)
+    assert trial.outcome == "fail" and "status is refused" in (trial.reason or "")
+    # Not an error result: an answer that happens to say so.
+    assert call_trace(_call("lookup", refusal), {}).status == "ok"
+
+
 def test_a_json_rpc_error_is_an_error_event_and_no_result(tmp_path: Path) -> None:
     checks = _suite(tmp_path)
     call = _call("lookup", protocol_error="Unknown tool: lookup (JSON-RPC -32602)")

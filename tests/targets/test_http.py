@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from assay.errors import HarnessFailure
-from assay.model import Evidence
+from assay.model import Evidence, Trace
+from assay.model.storable import CUT_NOTE
 from assay.targets import TrialBroken
+from assay.targets.refusal import REASON_CHARS
+
+from ..fuzz_corpus import HOSTILE, MARKUP
 
 if TYPE_CHECKING:
     from conftest import Workspace
@@ -34,6 +38,24 @@ REPLIES: dict[str, tuple[int, str, bytes | None]] = {
     "/html": (200, "text/html", b"<html>not json</html>"),
     "/text500": (500, "text/plain", b"Internal Server Error"),
     "/empty": (200, "application/json", b""),
+    # Refusals (SPEC §4): a 2xx saying so, a 403 or 451 with a JSON reason.
+    "/refuse200": (200, "application/json",
+                   b'{"status": "refused", "reason": "no refunds on weekends", "ticket": 7}'),
+    "/refuse403": (403, "application/json", b'{"reason": "not your account"}'),
+    "/refuse451": (451, "application/json",
+                   b'{"status": "refused", "reason": "blocked in your region"}'),
+    "/refuse403-bare": (403, "application/json", b'{"status": "refused"}'),
+    "/refuse403-odd": (403, "application/json",
+                       b'{"reason": {"code": 7, "rules": ["kyc",\n "aml"]}}'),
+    "/forbidden-html": (403, "text/html", b"<h1>Forbidden</h1>"),
+    "/forbidden-other": (403, "application/json", b'{"error": "no key"}'),
+    "/forbidden-list": (403, "application/json", b'["not your account"]'),
+    "/conflict-reason": (409, "application/json", b'{"reason": "already refunded"}'),
+    "/not-refused": (200, "application/json", b'{"status": "Refused", "reason": "case"}'),
+    "/refuse-hostile": (451, "application/json", json.dumps(
+        {"status": "refused", "reason": HOSTILE + "y" * 1_000_000}).encode()),
+    "/refuse-deep": (200, "application/json",
+                     b'{"status": "refused", "reason": ' + b"[" * 500 + b"]" * 500 + b"}"),
 }
 
 
@@ -161,3 +183,55 @@ def test_a_pin_is_recorded_as_not_honoured_by_an_endpoint(ws: Workspace,
     assert trace.facets == {
         "harness": "http", "invocation": "explicit",
         "effort_pin": "low (not honoured: an HTTP endpoint picks its own model and effort)"}
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_a_reply_saying_refused_is_a_refusal_its_reason_the_error(ws: Workspace,
+                                                                   server: Server) -> None:
+    ok_200, forbidden, legal, bare = (
+        ws.run(f"{server.base}{path}", ws.trial(1))[0]
+        for path in ("/refuse200", "/refuse403", "/refuse451", "/refuse403-bare"))
+    assert (ok_200.status, ok_200.error) == ("refused", "no refunds on weekends")
+    assert ok_200.output == {"status": "refused", "reason": "no refunds on weekends",
+                             "ticket": 7}  # the body stays the output
+    assert (forbidden.status, forbidden.error) == ("refused", "not your account")
+    assert forbidden.output == {"reason": "not your account"}
+    assert (legal.status, legal.error) == ("refused", "blocked in your region")
+    assert (bare.status, bare.error) == ("refused", None)  # refused, no reason given
+
+
+def test_a_reason_that_is_not_text_is_kept_as_one_line_of_json(ws: Workspace,
+                                                                 server: Server) -> None:
+    odd, deep = (ws.run(f"{server.base}{path}", ws.trial(1))[0]
+                 for path in ("/refuse403-odd", "/refuse-deep"))
+    assert (odd.status, odd.error) == ("refused", '{"code":7,"rules":["kyc","aml"]}')
+    assert deep.status == "refused" and deep.error is not None
+    assert "\n" not in deep.error and len(deep.error) <= REASON_CHARS
+    assert deep.error.startswith("[" * 60) and CUT_NOTE.strip() in deep.error
+
+
+@pytest.mark.parametrize(("path", "status", "error"), [
+    ("/forbidden-html", "error", "HTTP 403"),      # no JSON: as before
+    ("/forbidden-other", "error", "HTTP 403"),     # JSON without a reason
+    ("/forbidden-list", "error", "HTTP 403"),      # JSON, not an object
+    ("/conflict-reason", "error", "HTTP 409"),     # a reason, but not a refusing status
+    ("/not-refused", "ok", None),                  # "Refused" is not "refused"
+])
+def test_a_reply_that_does_not_say_refused_keeps_its_status(
+        ws: Workspace, server: Server, path: str, status: str, error: str | None) -> None:
+    (trace,) = ws.run(f"{server.base}{path}", ws.trial(1))
+    assert (trace.status, trace.error) == (status, error)
+    if path == "/forbidden-html":
+        assert trace.output == "<h1>Forbidden</h1>"
+
+
+def test_a_hostile_reason_is_cut_and_stored_as_text(ws: Workspace, server: Server) -> None:
+    (trace,) = ws.run(f"{server.base}/refuse-hostile", ws.trial(1))
+    assert trace.status == "refused" and trace.error is not None
+    assert len(trace.error) == REASON_CHARS and trace.error.endswith("y…")
+    assert trace.error.startswith(MARKUP["inst"])
+    assert "lone\ufffdhigh" in trace.error and "\ud800" not in trace.error
+    assert len(trace.output["reason"]) > 1_000_000  # the output keeps all of it
+    assert Trace.model_validate_json(trace.model_dump_json()).error == trace.error

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..checks import grade_trace, lookup
 from ..grading.fold import fold_trial
-from ..model import Assertion, Event, Evidence, Trace
+from ..model import Assertion, Event, Evidence, Status, Trace
 from ..model.result import TrialResult
 from ..targets.mcp_connection import Answer
 
@@ -77,16 +77,17 @@ def call_trace(call: ProxiedCall, facets: dict[str, str]) -> Trace:
     events = [Event(kind="tool_call", name=call.tool, arguments=call.arguments,
                     call_id="call-1", t=0.0)]
     answer = call.answer
+    status: Status
     if answer is not None:
         events.append(Event(kind="tool_result", name=call.tool, call_id="call-1",
                             result=answer.output, is_error=answer.is_error, t=call.duration_s))
-        error = (answer.text or "the tool reported an error") if answer.is_error else None
+        status, error = answer.status()  # the MCP target's reading: ok, error or refused
     else:
-        error = f"protocol error: {call.error or 'no answer'}"
+        status, error = "error", f"protocol error: {call.error or 'no answer'}"
         events.append(Event(kind="error", name=call.tool, call_id="call-1", text=error,
                             is_error=True, t=call.duration_s))
     return Trace(output=None if answer is None else answer.output,
-                 status="error" if error is not None else "ok", error=error, events=events,
+                 status=status, error=error, events=events,
                  steps=1, settled=answer is not None, duration_s=call.duration_s,
                  facets=dict(facets), evidence=dict(EVIDENCE))
 

@@ -1,4 +1,8 @@
-"""``http://…`` / ``https://…`` — a JSON endpoint: POST the input, the reply is the output."""
+"""``http://…`` / ``https://…`` — a JSON endpoint: POST the input, the reply is the output.
+
+The reply's body is the output, whatever its status; the status says how
+the trial ended: ``ok``, ``error`` or ``refused`` (``reply_status``).
+"""
 
 from __future__ import annotations
 
@@ -16,13 +20,40 @@ from .base import (
     evidence,
 )
 from .identity import identity_digest
+from .refusal import reason_text, refusal_of
 
 #: Why a case's model or effort pin does not reach an HTTP endpoint.
 UNPINNABLE = "an HTTP endpoint picks its own model and effort"
 
 
+#: The HTTP statuses a refusal may come as, with a JSON reason: Forbidden, and
+#: Unavailable For Legal Reasons.
+REFUSING = (403, 451)
+
+
+def reply_status(code: int, success: bool, body: Any) -> tuple[Status, str | None]:
+    """The status and ``error`` a reply gives, from its HTTP status and its body (parsed).
+
+    A 2xx body ``{"status": "refused", "reason": …}`` and a 403 or 451 whose
+    body is an object with a ``reason`` (or ``"status": "refused"``) are
+    refusals, the reason as the error (SPEC §4, ``targets.refusal``). Any
+    other 2xx is ``ok``; any other status is ``error``, ``HTTP <code>``.
+    """
+    if success:
+        refusal = refusal_of(body)
+        return ("ok", None) if refusal is None else ("refused", refusal.reason)
+    if code in REFUSING and isinstance(body, dict):
+        refusal = refusal_of(body)
+        if refusal is not None:
+            return "refused", refusal.reason
+        if body.get("reason") is not None:
+            return "refused", reason_text(body["reason"])
+    return "error", f"HTTP {code}"
+
+
 class HttpTarget:
-    """POSTs the case input as JSON; 2xx JSON is ``ok``, other statuses are ``error``."""
+    """POSTs the case input as JSON; 2xx JSON is ``ok``, other statuses are ``error``,
+    and a refusal is ``refused`` (``reply_status``)."""
 
     evidence = evidence(output="observed")
 
@@ -64,10 +95,9 @@ class HttpTarget:
                 raise TrialBroken(f"reply {reply.status_code} is not JSON "
                                   f"({len(body)} bytes)") from None
             output = reply.text
-        status: Status = "ok" if reply.is_success else "error"
+        status, error = reply_status(reply.status_code, reply.is_success, output)
         return Trace(
-            output=output, status=status, events=events,
-            error=None if reply.is_success else f"HTTP {reply.status_code}",
+            output=output, status=status, events=events, error=error,
             duration_s=time.perf_counter() - started, steps=1,
             facets={**self.facets, **case_facets(request.case, "http", unpinnable=UNPINNABLE)},
             evidence=dict(self.evidence),

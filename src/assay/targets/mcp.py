@@ -8,7 +8,9 @@ server (one session) serves every trial unless the suite asks for
 What the trace says:
 
 - the output is the result's structured content when there is some, else
-  its text (decoded when it is JSON); ``is_error`` gives status ``error``;
+  its text (decoded when it is JSON); ``is_error`` gives status ``error``,
+  or ``refused`` when the result says ``{"status": "refused", "reason": …}``
+  (``Answer.status``);
 - an error the server answers at the protocol level (unknown tool, invalid
   params: a JSON-RPC error) gives status ``error`` with ``protocol error: …``
   and an ``error`` event, apart from a tool's own ``is_error``;
@@ -31,7 +33,7 @@ from typing import Any
 from ..errors import HarnessFailure, UsageError
 from ..install_hints import reinstall
 from ..mcp_uri import parse_mcp_uri, resolve_command
-from ..model import Event, Trace
+from ..model import Event, Status, Trace
 from .base import Partial, TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .identity import file_entries, identity_digest
 from .mcp_connection import (
@@ -295,13 +297,18 @@ class McpTarget:
             raise TrialBroken(f"MCP server connection lost ({lost}); {after}") from None
         except ProtocolError as exc:
             return self._trace(tool, arguments, started, None, f"protocol error: {exc}")
-        error = (answer.text or "the tool reported an error") if answer.is_error else None
-        return self._trace(tool, arguments, started, answer, error)
+        return self._trace(tool, arguments, started, answer, None)
 
     def _trace(self, tool: str, arguments: dict[str, Any], started: float,
                answer: Answer | None, error: str | None) -> Trace:
-        """The trace of one call; with neither answer nor error, of a call still waiting."""
+        """The trace of one call: of its answer, of a protocol ``error``, or (with
+        neither) of a call still waiting."""
         duration = time.perf_counter() - started
+        status: Status = "error"
+        if answer is not None:
+            status, error = answer.status()
+        elif error is None:
+            status = "ok"
         events = [Event(kind="tool_call", name=tool, arguments=arguments, call_id="call-1", t=0.0)]
         if answer is not None:
             events.append(Event(kind="tool_result", name=tool, call_id="call-1",
@@ -311,8 +318,9 @@ class McpTarget:
                                 is_error=True, t=duration))
         return Trace(
             output=answer.output if answer is not None else None,
-            status="ok" if error is None else "error", error=error, events=events, steps=1,
-            settled=error is None and answer is not None, duration_s=duration,
+            status=status, error=error, events=events, steps=1,
+            # A refusal is the tool's final word, as an answer is; an error is not.
+            settled=answer is not None and status != "error", duration_s=duration,
             facets=dict(self.facets), evidence=dict(self.evidence),
         )
 

@@ -27,10 +27,13 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from ..version import __version__
+from .refusal import refusal_in_text, refusal_of
 
 if TYPE_CHECKING:
     from mcp import Client
     from mcp.types import CallToolResult, Implementation, ListToolsResult
+
+    from ..model import Status
 
 #: The SDK's own words for a connection that ended under a waiting request.
 _CLOSED = "Connection closed"
@@ -76,6 +79,22 @@ class Answer:
     output: Any
     text: str
     is_error: bool
+
+    def status(self) -> tuple[Status, str | None]:
+        """The status of a trace this answer ends, and its ``error``.
+
+        Not an error: ``ok``. An error (``isError``) whose structured content, or
+        whose text read as JSON, is ``{"status": "refused", "reason": …}``:
+        ``refused``, the reason as its error (SPEC §4, ``targets.refusal``).
+        Any other error: ``error``, its text as the error. The MCP target and
+        the MCP proxy both read an answer here.
+        """
+        if not self.is_error:
+            return "ok", None
+        refusal = refusal_of(self.output) or refusal_in_text(self.text)
+        if refusal is not None:
+            return "refused", refusal.reason
+        return "error", self.text or "the tool reported an error"
 
 
 def describe(exc: BaseException) -> str:

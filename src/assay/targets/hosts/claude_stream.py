@@ -24,6 +24,8 @@ in it (checked against Claude Code 2.1):
 - ``result``: ``subtype`` (``success``, ``error_max_turns``,
   ``error_max_budget_usd``, ``error_during_execution``…), ``is_error``,
   ``result`` (the final text, absent when a limit ended the run), ``errors``.
+  A final text that is the JSON object ``{"status": "refused", "reason": …}``
+  makes a successful run ``refused`` (SPEC §4, ``events.refuse``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import Event, Status, Usage
-from .events import json_event
+from .events import json_event, refuse
 
 #: Result subtypes that mean a limit ended the run rather than an answer.
 LIMITS = {"error_max_turns": "max turns", "error_max_budget_usd": "max budget",
@@ -167,6 +169,7 @@ class _Reader:
                                               else subtype or "error")
         else:
             run.status, run.settled = "ok", True
+            refuse(run, run.output)
         run.usage = _totals(item)
 
 

@@ -9,7 +9,9 @@ The stream (checked against Codex 0.163): ``thread.started``,
 ``turn.failed``. It names tools as the host ran them, whether the model
 called them directly or from a code-mode script, so the trace names them the
 same way: ``shell`` (``{command}``), ``mcp__SERVER__TOOL``, ``apply_patch``,
-``web_search``.
+``web_search``. The last ``agent_message`` is the output; when it is the
+JSON object ``{"status": "refused", "reason": …}`` a completed turn is
+``refused`` (SPEC §4, ``events.refuse``).
 
 What the stream does not say, and where it is found instead:
 
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model import Event, Status, Usage
-from .events import json_event
+from .events import json_event, refuse
 
 #: The model-facing names of Codex's shell tools.
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell"})
@@ -90,6 +92,7 @@ class _Reader:
             run.finished = True
             if run.status == "ok":
                 run.settled = True
+                refuse(run, run.output)
         elif kind == "turn.failed":
             message = (item.get("error") or {}).get("message")
             run.finished, run.settled, run.status = True, False, "error"

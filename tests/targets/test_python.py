@@ -306,6 +306,7 @@ def test_agent_error_and_refused_are_statuses_not_crashes(ws: Workspace) -> None
     assert error.settled is False
     assert refused.status == "refused"
     assert refused.error == "not allowed to do that"
+    assert refused.settled is True  # a refusal is a final answer, as from every other target
     # The tool call made before giving up is still on record.
     assert [e.kind for e in error.events] == ["tool_call", "tool_result"]
     assert error.steps == 2

@@ -164,7 +164,9 @@ class PythonTarget:
             given = {**given, "state": Evidence.OBSERVED}
         return Trace(
             output=output, status=status, error=error, events=events, usage=spent,
-            steps=steps, settled=status == "ok", duration_s=time.perf_counter() - started,
+            # A refusal is a final answer (settled), as it is from every other target.
+            steps=steps, settled=status in ("ok", "refused"),
+            duration_s=time.perf_counter() - started,
             stdout=buffer.getvalue(), facets=facets, evidence=given, state=state.value,
         )
 

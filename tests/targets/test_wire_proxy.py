@@ -1,0 +1,281 @@
+"""The recording proxy (SPEC §15) between real clients and a real upstream on loopback:
+the real key added on the way and never seen by the agent, answers streamed through as
+they come, each trial's exchanges on its own route, a closed route refused."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from assay.targets.wire.exchange import MAX_BODY
+from assay.targets.wire.proxy import (
+    STAND_IN_KEY,
+    RecordingProxy,
+    Upstream,
+    upstreams_from,
+)
+
+REAL_KEY = "sk-REAL-CANARY-7d21"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512  # 64 trials connect at once
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a hang-up the test makes on purpose
+
+
+class Upstream_:
+    """A model server: answers chat completions (JSON, or SSE in two parts), records requests."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        #: Set by a test to let a stream's second part go.
+        self.release = threading.Event()
+        self.big = 0
+        #: Hang up after a stream's first part (a model server dying mid-answer).
+        self.cut = False
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                upstream.seen.append({"path": self.path, "headers": dict(self.headers),
+                                      "body": body})
+                asked = json.loads(body or b"{}")
+                if upstream.big:
+                    data = b"x" * upstream.big
+                    self._send(200, "application/octet-stream", data)
+                elif asked.get("stream"):
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    self._chunk(b'data: {"part": 1}\n\n')
+                    if upstream.cut:
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    upstream.release.wait(timeout=20)
+                    self._chunk(b'data: {"part": 2}\n\ndata: [DONE]\n\n')
+                    self._chunk(b"")
+                else:
+                    marker = asked.get("marker", "")
+                    reply = {"id": "c1", "object": "chat.completion", "model": "served-1",
+                             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                 "role": "assistant", "content": f"echo {marker}"}}],
+                             "usage": {"prompt_tokens": 3, "completion_tokens": 2,
+                                       "total_tokens": 5}}
+                    self._send(200, "application/json", json.dumps(reply).encode())
+
+            def _send(self, status: int, kind: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream_]:
+    server = Upstream_()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def proxy(upstream: Upstream_) -> Iterator[RecordingProxy]:
+    served = RecordingProxy({
+        "openai": Upstream("openai", upstream.url + "/v1", REAL_KEY),
+        "anthropic": Upstream("anthropic", upstream.url, REAL_KEY),
+        "gemini": Upstream("gemini", upstream.url, REAL_KEY)})
+    served.start()
+    yield served
+    served.close()
+
+
+def test_the_agent_holds_a_stand_in_and_the_upstream_gets_the_real_key(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    from openai import OpenAI
+
+    route = proxy.open_route()
+    env = route.environment()
+    assert env["OPENAI_API_KEY"] == env["ANTHROPIC_API_KEY"] == STAND_IN_KEY
+    assert REAL_KEY not in json.dumps(env)
+    client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env["OPENAI_API_KEY"],
+                    max_retries=0)
+    answer = client.chat.completions.create(model="asked-1", extra_body={"marker": "m1"},
+                                            messages=[{"role": "user", "content": "hi"}])
+    assert answer.choices[0].message.content == "echo m1" and answer.model == "served-1"
+    (seen,) = upstream.seen
+    assert seen["path"] == "/v1/chat/completions"
+    assert seen["headers"]["authorization"] == f"Bearer {REAL_KEY}"
+    assert STAND_IN_KEY not in json.dumps(seen["headers"])
+
+    (exchange,) = route.close()
+    assert (exchange.method, exchange.url, exchange.status) == (
+        "POST", upstream.url + "/v1/chat/completions", 200)
+    assert json.loads(exchange.request_body)["model"] == "asked-1"
+    assert json.loads(exchange.response_body)["model"] == "served-1"
+    assert exchange.complete and not exchange.response_truncated
+    assert exchange.header("authorization", response=False) is None
+    assert REAL_KEY not in repr(exchange) and STAND_IN_KEY not in repr(exchange)
+
+
+def test_a_stream_is_passed_on_as_it_comes_not_when_it_ends(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    route = proxy.open_route()
+    base = route.environment()["OPENAI_BASE_URL"]
+    with httpx.Client(timeout=30) as client, client.stream(
+            "POST", base + "/chat/completions", json={"stream": True}) as answer:
+        parts = answer.iter_raw()
+        first = next(parts)
+        # The upstream holds its second part until this line: the first came through alone.
+        assert first == b'data: {"part": 1}\n\n'
+        upstream.release.set()
+        rest = b"".join(parts)
+    assert rest == b'data: {"part": 2}\n\ndata: [DONE]\n\n'
+    (exchange,) = route.close()
+    assert exchange.response_body == first + rest and exchange.complete
+    assert exchange.header("content-type") == "text/event-stream"
+
+
+def test_a_stream_cut_mid_way_reaches_the_agent_cut_and_is_recorded_incomplete(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    upstream.cut = True
+    route = proxy.open_route()
+    base = route.environment()["OPENAI_BASE_URL"]
+    got = b""
+    with pytest.raises(httpx.HTTPError), httpx.Client(timeout=30) as client, client.stream(
+            "POST", base + "/chat/completions", json={"stream": True}) as answer:
+        for part in answer.iter_raw():
+            got += part
+    assert got == b'data: {"part": 1}\n\n'  # what arrived, and then the break
+    (exchange,) = route.close()
+    assert not exchange.complete and exchange.response_body == got
+    assert exchange.status == 200
+
+
+def test_a_route_whose_trial_ended_is_refused_and_records_nothing(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    route = proxy.open_route()
+    base = route.environment()["OPENAI_BASE_URL"]
+    assert route.close() == []
+    answer = httpx.post(base + "/chat/completions", json={}, timeout=30)
+    assert answer.status_code == 410 and "ended" in answer.json()["error"]["message"]
+    assert upstream.seen == [] and route.close() == []
+    unknown = httpx.post(f"{proxy.origin}/t/{route.token}x/openai/chat", json={}, timeout=30)
+    assert unknown.status_code == 410
+
+
+def test_a_key_in_the_query_is_neither_forwarded_nor_recorded(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    route = proxy.open_route()
+    base = route.environment()["GOOGLE_GEMINI_BASE_URL"]
+    answer = httpx.post(base + "/v1beta/models/g:generateContent?key=" + STAND_IN_KEY
+                        + "&alt=json", json={}, timeout=30)
+    assert answer.status_code == 200
+    (seen,) = upstream.seen
+    assert seen["path"] == "/v1beta/models/g:generateContent?alt=json"
+    assert seen["headers"]["x-goog-api-key"] == REAL_KEY
+    (exchange,) = route.close()
+    assert "key=" not in exchange.url and exchange.url.endswith("?alt=json")
+
+
+def test_an_upstream_that_cannot_be_reached_is_said_to_the_agent_and_recorded() -> None:
+    closed = socket_port()
+    proxy = RecordingProxy({"openai": Upstream("openai", f"http://127.0.0.1:{closed}/v1",
+                                               REAL_KEY)})
+    proxy.start()
+    try:
+        route = proxy.open_route()
+        answer = httpx.post(route.environment()["OPENAI_BASE_URL"] + "/chat/completions",
+                            json={"model": "m"}, timeout=30)
+        assert answer.status_code == 502
+        assert "could not reach" in answer.json()["error"]["message"]
+        assert REAL_KEY not in answer.text
+        (exchange,) = route.close()
+        assert exchange.status is None and exchange.error is not None
+        assert "failed" in exchange.error and REAL_KEY not in exchange.error
+    finally:
+        proxy.close()
+
+
+def test_many_trials_at_once_each_see_only_their_own(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    import asyncio
+
+    routes = [proxy.open_route() for _ in range(64)]
+
+    async def trial(i: int) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            base = routes[i].environment()["OPENAI_BASE_URL"]
+            for n in range(2):
+                answer = await client.post(base + "/chat/completions",
+                                           json={"marker": f"t{i}-{n}"})
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["choices"][0]["message"]["content"] == f"echo t{i}-{n}"
+
+    async def all_trials() -> None:
+        await asyncio.gather(*(trial(i) for i in range(64)))
+
+    asyncio.run(all_trials())
+    for i, route in enumerate(routes):
+        markers = [json.loads(e.request_body)["marker"] for e in route.close()]
+        assert markers == [f"t{i}-0", f"t{i}-1"]
+
+
+def test_a_body_past_the_bound_reaches_the_agent_whole_and_is_kept_cut(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    upstream.big = MAX_BODY + 1000
+    route = proxy.open_route()
+    answer = httpx.post(route.environment()["OPENAI_BASE_URL"] + "/files", json={},
+                        timeout=60)
+    assert len(answer.content) == MAX_BODY + 1000
+    (exchange,) = route.close()
+    assert len(exchange.response_body) == MAX_BODY and exchange.response_truncated
+
+
+def test_upstreams_come_from_the_flags_then_the_environment_then_the_apis_own() -> None:
+    found = upstreams_from({"OPENAI_BASE_URL": "http://vllm:8000/v1/", "OPENAI_API_KEY": "k1",
+                            "GOOGLE_API_KEY": "g1"}, {"anthropic": "http://claude-proxy"})
+    assert found["openai"] == Upstream("openai", "http://vllm:8000/v1", "k1")
+    assert found["anthropic"] == Upstream("anthropic", "http://claude-proxy", None)
+    assert found["gemini"].base_url == "https://generativelanguage.googleapis.com"
+    assert found["gemini"].key == "g1" and "g1" not in repr(found["gemini"])
+
+
+def socket_port() -> int:
+    """A loopback port nobody listens on."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
+    sock.close()
+    return port

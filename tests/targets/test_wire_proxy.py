@@ -279,3 +279,68 @@ def socket_port() -> int:
     port = int(sock.getsockname()[1])
     sock.close()
     return port
+
+
+# --- the OTLP receiver -----------------------------------------------------------------------
+
+
+def _export(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, tool: str,
+            call_id: str | None) -> None:
+    """One execute_tool span, exported as an agent's SDK would: OTLP/HTTP protobuf, to the
+    endpoint and with the resource the route's environment names."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", env["OTEL_RESOURCE_ATTRIBUTES"])
+    provider = TracerProvider(resource=Resource.create())
+    provider.add_span_processor(SimpleSpanProcessor(
+        OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])))
+    tracer = provider.get_tracer("agent")
+    with tracer.start_as_current_span(f"execute_tool {tool}") as span:
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("gen_ai.tool.name", tool)
+        span.set_attribute("gen_ai.tool.call.arguments", '{"path": "a.txt"}')
+        if call_id:
+            span.set_attribute("gen_ai.tool.call.id", call_id)
+    provider.shutdown()
+
+
+def test_spans_an_agent_exports_are_filed_with_its_trial(
+        proxy: RecordingProxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.targets.otel import executed_tools
+
+    first, second = proxy.open_route(), proxy.open_route()
+    env = first.environment(resource_attributes="service.name=my-agent")
+    assert env["OTEL_RESOURCE_ATTRIBUTES"] == f"service.name=my-agent,assay.trial={first.token}"
+    _export(env, monkeypatch, "read_file", "c-1")
+    _export(second.environment(), monkeypatch, "delete_all", None)
+    events = executed_tools(first.spans)
+    assert [(e["kind"], e["name"], e["call_id"]) for e in events] == [
+        ("tool_call", "read_file", "c-1"), ("tool_result", "read_file", "c-1")]
+    assert events[0]["arguments"] == {"path": "a.txt"}
+    assert [e["name"] for e in executed_tools(second.spans)] == ["delete_all", "delete_all"]
+    assert all(len(span["traceId"]) == 32 for span in first.spans)  # hex, as OTLP/JSON has it
+    first.close()
+    _export(env, monkeypatch, "late_tool", "c-2")  # its trial has ended: not kept
+    assert [e["name"] for e in executed_tools(first.spans)] == ["read_file", "read_file"]
+
+
+def test_otlp_json_is_taken_and_garbage_is_refused(proxy: RecordingProxy) -> None:
+    route = proxy.open_route()
+    document = {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "assay.trial",
+                                     "value": {"stringValue": route.token}}]},
+        "scopeSpans": [{"spans": [{"traceId": "ab" * 16, "spanId": "cd" * 8,
+                                   "name": "execute_tool x", "startTimeUnixNano": "1",
+                                   "attributes": [{"key": "gen_ai.tool.name",
+                                                   "value": {"stringValue": "x"}}]}]}]}]}
+    url = proxy.origin + "/v1/traces"
+    assert httpx.post(url, json=document, timeout=30).status_code == 200
+    assert [s["name"] for s in route.spans] == ["execute_tool x"]
+    for body, kind in ((b"\xff\x00garbage", "application/x-protobuf"),
+                       (b"[1, 2", "application/json"), (b"[1]", "application/json")):
+        answer = httpx.post(url, content=body, headers={"content-type": kind}, timeout=30)
+        assert answer.status_code == 400, body
+    assert len(route.spans) == 1

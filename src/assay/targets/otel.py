@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import HarnessFailure
@@ -77,18 +78,15 @@ def otlp_records(text: str, where: str) -> list[dict[str, Any]]:
     for document in documents:
         if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
             raise HarnessFailure(f"{where}: not OTLP/JSON: no resourceSpans")
-        for resource in document["resourceSpans"]:
-            for scope in (resource or {}).get("scopeSpans") or []:
-                for span in (scope or {}).get("spans") or []:
-                    if isinstance(span, dict) and isinstance(span.get("traceId"), str):
-                        traces[span["traceId"]].append(span)
+        for _, span in resource_spans(document):
+            traces[span["traceId"]].append(span)
     if not traces:
         raise HarnessFailure(f"{where}: no spans in it")
     return [_record(trace_id, spans) for trace_id, spans in traces.items()]
 
 
 def _record(trace_id: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
-    spans = sorted(spans, key=lambda s: int(s.get("startTimeUnixNano") or 0))
+    spans = sorted(spans, key=lambda s: _nanos(s.get("startTimeUnixNano")))
     events: list[dict[str, Any]] = []
     tokens_in = tokens_out = 0
     counted = False
@@ -102,15 +100,9 @@ def _record(trace_id: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
         attrs = _attributes(span.get("attributes"))
         if isinstance(attrs.get("assay.case.id"), str):
             case_id = attrs["assay.case.id"]
-        operation = attrs.get("gen_ai.operation.name") or str(span.get("name", "")).split(" ")[0]
+        operation = _operation(span, attrs)
         if operation == "execute_tool":
-            name = attrs.get("gen_ai.tool.name")
-            call_id = attrs.get("gen_ai.tool.call.id")
-            events.append({"kind": "tool_call", "name": name, "call_id": call_id,
-                           "arguments": parsed_json(attrs.get("gen_ai.tool.call.arguments"))})
-            events.append({"kind": "tool_result", "name": name, "call_id": call_id,
-                           "result": parsed_json(attrs.get("gen_ai.tool.call.result")),
-                           "is_error": _failed(span)})
+            events.extend(tool_events(span, attrs))
         elif operation in _MODEL_CALLS:
             steps += 1
             for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
@@ -137,25 +129,80 @@ def _record(trace_id: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
     return record
 
 
+def resource_spans(document: Any) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each span of an OTLP/JSON document with its resource's attributes; never raises."""
+    if not isinstance(document, dict):
+        return
+    for resource in document.get("resourceSpans") or []:
+        if not isinstance(resource, dict):
+            continue
+        attrs = _attributes((resource.get("resource") or {}).get("attributes")
+                            if isinstance(resource.get("resource"), dict) else None)
+        for scope in resource.get("scopeSpans") or []:
+            for span in (scope or {}).get("spans") or [] if isinstance(scope, dict) else []:
+                if isinstance(span, dict) and isinstance(span.get("traceId"), str):
+                    yield attrs, span
+
+
+def _operation(span: dict[str, Any], attrs: dict[str, Any]) -> str:
+    return str(attrs.get("gen_ai.operation.name") or str(span.get("name", "")).split(" ")[0])
+
+
+def executed_tools(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool executions among ``spans`` (GenAI ``execute_tool``), in start order, as
+    ``tool_call`` and ``tool_result`` event records (what a live receiver adds to a trace)."""
+    events: list[dict[str, Any]] = []
+    for span in sorted(spans, key=lambda s: _nanos(s.get("startTimeUnixNano"))):
+        attrs = _attributes(span.get("attributes"))
+        if _operation(span, attrs) == "execute_tool":
+            events.extend(tool_events(span, attrs))
+    return events
+
+
+def tool_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """One ``execute_tool`` span as its ``tool_call`` and ``tool_result`` event records."""
+    name = attrs.get("gen_ai.tool.name")
+    call_id = attrs.get("gen_ai.tool.call.id")
+    name = name if isinstance(name, str) else None
+    call_id = call_id if isinstance(call_id, str) else None
+    return [{"kind": "tool_call", "name": name, "call_id": call_id,
+             "arguments": parsed_json(attrs.get("gen_ai.tool.call.arguments"))},
+            {"kind": "tool_result", "name": name, "call_id": call_id,
+             "result": parsed_json(attrs.get("gen_ai.tool.call.result")),
+             "is_error": _failed(span)}]
+
+
+def _nanos(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _attributes(items: Any) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for item in items or []:
+    for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("key"), str):
             found[item["key"]] = _value(item.get("value") or {})
     return found
 
 
-def _value(value: dict[str, Any]) -> Any:
+def _value(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return None
     if "stringValue" in value:
         return value["stringValue"]
     if "intValue" in value:
-        return int(value["intValue"])
+        return _nanos(value["intValue"])  # a string in OTLP/JSON; anything else: 0
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        try:
+            return float(value["doubleValue"])
+        except (TypeError, ValueError):
+            return None
     if "boolValue" in value:
         return bool(value["boolValue"])
-    if "arrayValue" in value:
-        return [_value(v) for v in (value["arrayValue"] or {}).get("values") or []]
+    if "arrayValue" in value and isinstance(value["arrayValue"], dict):
+        return [_value(v) for v in value["arrayValue"].get("values") or []]
     return None
 
 
@@ -171,6 +218,7 @@ def _said(messages: Any) -> str | None:
 
 
 def _failed(span: dict[str, Any]) -> bool:
-    code = (span.get("status") or {}).get("code")
+    status = span.get("status")
+    code = status.get("code") if isinstance(status, dict) else None
     return code in (2, "STATUS_CODE_ERROR")
 

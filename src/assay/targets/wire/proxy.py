@@ -14,6 +14,12 @@ trial has ended answers 410 and records nothing.
 An upstream that cannot be reached answers the agent 502 with the reason
 (what the agent makes of it is its own business) and is recorded as an
 exchange with no status, so the trial's report says the upstream failed.
+The same server is an OTLP/HTTP receiver (``POST /v1/traces``, protobuf
+or JSON): a span whose resource says ``assay.trial=TOKEN`` (set in the
+agent's ``OTEL_RESOURCE_ATTRIBUTES``) is kept with that trial's route, in
+OTLP/JSON form, for ``otel:``'s reader — so a tool the agent runs without
+any model asking is still seen.
+
 Built on Starlette, uvicorn and httpx, which assay already has through
 ``mcp``; no HTTP is parsed here by hand. docs/decisions/0069-recording-proxy.md.
 """
@@ -64,6 +70,11 @@ _HOP = frozenset({"host", "connection", "keep-alive", "proxy-connection", "trans
                   "te", "trailer", "upgrade", "content-length", "accept-encoding",
                   "authorization", "x-api-key", "x-goog-api-key", "api-key",
                   "proxy-authorization"})
+#: The most spans one trial keeps, and the largest OTLP body taken (413 past it).
+MAX_SPANS = 10_000
+MAX_OTLP_BODY = 16 * 1024 * 1024
+#: The resource attribute that names a span's trial (its route's token).
+TRIAL_ATTRIBUTE = "assay.trial"
 _HOP_BACK = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
                        "trailer", "upgrade"})
 
@@ -105,17 +116,38 @@ class Route:
         #: ``time.perf_counter()`` at the trial's start: exchanges are timed from it.
         self.start = start
         self._exchanges: list[Exchange] = []
+        self._spans: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._open = True
 
-    def environment(self) -> dict[str, str]:
-        """What the agent's process gets: each API's base URL on this route, stand-in keys."""
+    def environment(self, resource_attributes: str | None = None) -> dict[str, str]:
+        """What the agent's process gets: each API's base URL on this route, stand-in keys,
+        and the OTLP receiver with this trial's name among ``resource_attributes`` (the
+        value the agent's environment had, kept)."""
+        origin = self._proxy.origin
         env = {}
         for api in APIS:
-            env[BASE_URL_ENV[api]] = f"{self._proxy.origin}/t/{self.token}/{api}"
+            env[BASE_URL_ENV[api]] = f"{origin}/t/{self.token}/{api}"
             for name in KEY_ENV[api]:
                 env[name] = STAND_IN_KEY
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = origin
+        env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{origin}/v1/traces"
+        mine = f"{TRIAL_ATTRIBUTE}={self.token}"
+        env["OTEL_RESOURCE_ATTRIBUTES"] = f"{resource_attributes},{mine}" \
+            if resource_attributes else mine
         return env
+
+    @property
+    def spans(self) -> list[dict[str, Any]]:
+        """The spans the trial's agent exported, in OTLP/JSON form, as received."""
+        with self._lock:
+            return list(self._spans)
+
+    def add_spans(self, spans: list[dict[str, Any]]) -> None:
+        """Keep spans (bounded), unless the trial has ended."""
+        with self._lock:
+            if self._open:
+                self._spans.extend(spans[:max(0, MAX_SPANS - len(self._spans))])
 
     @property
     def is_open(self) -> bool:
@@ -222,7 +254,35 @@ class RecordingProxy:
 
         methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
         return Starlette(routes=[Path("/t/{token}/{api}/{rest:path}", self._forward,
-                                      methods=methods)])
+                                      methods=methods),
+                                 Path("/v1/traces", self._traces, methods=["POST"])])
+
+    async def _traces(self, request: Request) -> Response:
+        """OTLP/HTTP: spans filed with the trial their resource names; others dropped."""
+        from starlette.responses import JSONResponse, Response
+
+        body = await request.body()
+        if len(body) > MAX_OTLP_BODY:
+            return JSONResponse({"message": "too large"}, status_code=413)
+        kind = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        document = otlp_document(body, kind)
+        if document is None:
+            return JSONResponse({"message": "not OTLP traces (protobuf or JSON)"},
+                                status_code=400)
+        from ..otel import resource_spans
+
+        filed: dict[str, list[dict[str, Any]]] = {}
+        for attributes, span in resource_spans(document):
+            token = attributes.get(TRIAL_ATTRIBUTE)
+            if isinstance(token, str):
+                filed.setdefault(token, []).append(span)
+        for token, spans in filed.items():
+            route = self._route(token)
+            if route is not None:
+                route.add_spans(spans)
+        if kind == "application/json":
+            return JSONResponse({})
+        return Response(b"", media_type="application/x-protobuf")  # an empty response
 
     def _http(self) -> httpx.AsyncClient:
         import httpx
@@ -314,3 +374,49 @@ def _merged(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
 def upstreams_here(given: Mapping[str, str | None]) -> dict[str, Upstream]:
     """:func:`upstreams_from` this process's environment."""
     return upstreams_from(os.environ, given)
+
+
+def otlp_document(body: bytes, kind: str) -> dict[str, Any] | None:
+    """An OTLP export request as its OTLP/JSON document; None when it is not one.
+
+    Protobuf (the SDKs' default) is decoded with OpenTelemetry's own message
+    types and turned into the JSON mapping, so one reader (``otel:``'s)
+    serves files and live spans alike.
+    """
+    import json
+
+    if kind == "application/json":
+        try:
+            value = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        return value if isinstance(value, dict) else None
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(body)
+        decoded: dict[str, Any] = MessageToDict(message)
+    except Exception:  # an undecodable body is refused, whatever the decoder raised
+        return None
+    # The JSON mapping writes trace and span ids as base64; OTLP/JSON as hex.
+    for resource in decoded.get("resourceSpans") or []:
+        for scope in resource.get("scopeSpans") or []:
+            for span in scope.get("spans") or []:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if isinstance(span.get(key), str):
+                        span[key] = _hex(span[key])
+    return decoded
+
+
+def _hex(value: str) -> str:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(value).hex()
+    except (binascii.Error, ValueError):
+        return value

@@ -1,0 +1,43 @@
+"""A support agent written as the OpenAI Agents SDK's quickstart shows: Agent, function
+tools, Runner. ``agent`` uses the SDK's default model (the Responses API); ``chat_agent``
+its Chat Completions model. Run as python:agents_sdk_agent:agent, or as a program
+(input as JSON on stdin, output on stdout) by exec:."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+from openai import AsyncOpenAI
+
+import shop_tools
+
+lookup = function_tool(shop_tools.lookup)
+refund = function_tool(shop_tools.refund)
+
+
+@function_tool
+def transfer(to: str, amount: int) -> str:
+    """Move money to an account."""
+    return "refused: transfers are not allowed"
+
+
+support = Agent(name="support", instructions="Help with orders.",
+                tools=[lookup, refund, transfer], model="gpt-4.1")
+
+
+def agent(input: str) -> str:
+    return str(Runner.run_sync(support, input).final_output)
+
+
+def chat_agent(input: str) -> str:
+    model = OpenAIChatCompletionsModel(model="gpt-4.1", openai_client=AsyncOpenAI())
+    chat = support.clone(model=model)
+    return str(Runner.run_sync(chat, input).final_output)
+
+
+if __name__ == "__main__":
+    asked = json.load(sys.stdin)
+    run = chat_agent if "--chat" in sys.argv else agent
+    print(json.dumps(run(asked)))

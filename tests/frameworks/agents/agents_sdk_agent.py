@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import sys
 
+import shop_tools
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
 from openai import AsyncOpenAI
-
-import shop_tools
 
 lookup = function_tool(shop_tools.lookup)
 refund = function_tool(shop_tools.refund)

@@ -8,7 +8,6 @@ import json
 import sys
 
 import anthropic
-
 import shop_tools
 
 TOOLS = [

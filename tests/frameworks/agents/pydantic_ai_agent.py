@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from pydantic_ai import Agent
-
 import shop_tools
+from pydantic_ai import Agent
 
 support = Agent("openai:gpt-4.1", instructions="Help with orders.")
 support.tool_plain(shop_tools.lookup)

@@ -250,3 +250,21 @@ def test_what_the_agent_leaves_in_its_workspace_is_graded_sixteen_trials_at_once
     assert (project.root / "evals" / "repo" / "counter.txt").read_text() == "0\n"
     assert not (project.root / "evals" / "repo" / "out").exists()
     assert not staged.exists() or list(staged.iterdir()) == []
+
+
+def test_a_folder_given_as_fixture_is_refused_with_the_spelling_that_works(
+        project: Any) -> None:
+    project.write("evals/docs/notes.txt", "hi\n")
+    project.write("evals/f.suite.yaml", """\
+        suite: exec/folder@1
+        target: exec:cat notes.txt
+        cases:
+          - id: reads
+            input: x
+            fixture: docs
+        """)
+    done = project.assay("run", "--no-store")
+    assert done.code == 2, done.out + done.err
+    assert "case 'reads': fixture 'docs': a folder an exec: program works in is given as " \
+        "workspace: (did you mean workspace: docs?)" in done.err
+    assert "f.suite.yaml:4" in done.err and "Traceback" not in done.err

@@ -77,13 +77,18 @@ def workspace_refusal(uri: str) -> str | None:
 
 
 def folder_fixture_refusal(uri: str) -> str | None:
-    """Why a host cannot take a folder (or a plain file) as ``fixture:``, or None.
+    """Why a host or an ``exec:`` program cannot take a folder (or a plain file) as
+    ``fixture:``, or None.
 
     A host's working folder is a workspace now (SPEC §14): copied per trial,
     and what the agent leaves in it is graded. One spelling for one thing.
+    An ``exec:`` program is given no fixture at all: silently ignored, the
+    folder would look given.
     """
     if _is_host(uri):
         return "a folder a host works in is given as workspace: now"
+    if uri.startswith("exec:"):
+        return "a folder an exec: program works in is given as workspace:"
     return None
 
 

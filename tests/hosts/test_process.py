@@ -6,6 +6,7 @@ import asyncio
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,31 @@ def test_a_grandchild_holding_stdout_does_not_hold_the_run() -> None:
         return done.duration_s
 
     assert asyncio.run(go()) < 10
+
+
+def test_a_child_that_ignores_sigterm_dies_with_its_group_when_the_cli_exits() -> None:
+    async def go() -> int:
+        done = await run_cli(
+            [sys.executable, "-c", "import subprocess, sys; "
+             "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); "
+             "time.sleep(60)'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL); "
+             "child.stdout.readline(); print(child.pid)"],
+            cwd=Path.cwd(), env=dict(os.environ))
+        return int(done.lines[0][1])
+
+    pid = asyncio.run(go())
+    # SIGKILL is delivered by the kernel after killpg returns: a moment may pass.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not _dead(pid):
+        time.sleep(0.01)
+    assert _dead(pid)
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie nobody reaped (it runs no more)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")

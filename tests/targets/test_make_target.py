@@ -8,6 +8,7 @@ import pytest
 
 from assay.errors import UsageError
 from assay.targets import PLANNED, TargetOptions, make_target
+from assay.targets.exec import ExecTarget
 from assay.targets.hosts.claude import ClaudeTarget
 from assay.targets.hosts.codex import CodexTarget
 from assay.targets.http import HttpTarget
@@ -22,6 +23,7 @@ from assay.targets.scripted import ScriptedTarget
     ("uri", "kind"),
     [
         ("python:pkg.agent:run", PythonTarget),
+        ("exec:node agent.js --fast", ExecTarget),
         ("scripted:traces.jsonl", ScriptedTarget),
         ("otel:spans.json", OtelTarget),
         ("http://127.0.0.1:9/agent", HttpTarget),
@@ -48,7 +50,7 @@ def test_run_help_names_every_scheme() -> None:
     from assay.cli import main
 
     shown = " ".join(CliRunner().invoke(main, ["run", "--help"]).output.split())
-    for scheme in ("python:", "scripted:", "otel:", "http(s)://", "mcp+stdio:", "mcp+http://",
+    for scheme in ("python:", "exec:", "scripted:", "otel:", "http(s)://", "mcp+stdio:", "mcp+http://",
                    "openai:", "claude", "codex"):
         assert scheme in shown, scheme
 

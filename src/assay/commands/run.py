@@ -85,9 +85,9 @@ class RunOptions:
                    "--case, a case needs both. Not recorded, as with --case.")
 @click.option("--target", "targets", multiple=True, metavar="URI",
               help="Run against this agent instead of the suite's target: python:MODULE:FUNCTION, "
-                   "mcp+stdio:COMMAND, mcp+http://HOST:PORT/PATH, openai:MODEL, claude, codex, "
-                   "http(s)://URL, scripted:FILE.jsonl or otel:FILE. Repeat it to run each "
-                   "agent as its own run, shown side by side.")
+                   "exec:COMMAND ARGS, mcp+stdio:COMMAND, mcp+http://HOST:PORT/PATH, "
+                   "openai:MODEL, claude, codex, http(s)://URL, scripted:FILE.jsonl or "
+                   "otel:FILE. Repeat it to run each agent as its own run, shown side by side.")
 @click.option("--trials", type=click.IntRange(min=1),
               help="Run each case N times (instead of the suite's or the case's trials).")
 @click.option("--adaptive", is_flag=True,

@@ -8,8 +8,8 @@ from .base import Partial, Target, TargetOptions, TrialBroken, TrialRequest
 #: Schemes named in SPEC §4 that this version cannot run yet (none, today).
 PLANNED: dict[str, str] = {}
 
-SCHEMES = ("python:, scripted:, otel:, http://, https://, mcp+stdio:, mcp+http://, openai:MODEL, "
-           "claude, codex")
+SCHEMES = ("python:, exec:, scripted:, otel:, http://, https://, mcp+stdio:, mcp+http://, "
+           "openai:MODEL, claude, codex")
 
 
 def make_target(uri: str, options: TargetOptions) -> Target:
@@ -18,6 +18,10 @@ def make_target(uri: str, options: TargetOptions) -> Target:
         from .python import PythonTarget
 
         return PythonTarget(uri, options)
+    if uri.startswith("exec:"):
+        from .exec import ExecTarget
+
+        return ExecTarget(uri, options)
     if uri.startswith("scripted:"):
         from .scripted import ScriptedTarget
 
@@ -55,10 +59,11 @@ def make_target(uri: str, options: TargetOptions) -> Target:
 def workspace_refusal(uri: str) -> str | None:
     """Why the target ``uri`` cannot run a case with a workspace (SPEC §14), or None.
 
-    Hosts and ``python:`` run the agent in the trial's copy; an ``mcp+stdio:``
-    server is started in it. The others have no agent here to put in a folder.
+    Hosts, ``exec:`` and ``python:`` run the agent in the trial's copy; an
+    ``mcp+stdio:`` server is started in it. The others have no agent here to
+    put in a folder.
     """
-    if uri.startswith(("python:", "mcp+stdio:")) or _is_host(uri):
+    if uri.startswith(("python:", "exec:", "mcp+stdio:")) or _is_host(uri):
         return None
     if uri.startswith(("http://", "https://")):
         return "an HTTP endpoint runs where it runs, and assay cannot hand it a folder"
@@ -67,18 +72,23 @@ def workspace_refusal(uri: str) -> str | None:
                "a folder (use mcp+stdio:, which assay starts in each trial's workspace)"
     if uri.startswith("openai:"):
         return "the openai: loop gives a model the fixture's tools, none of which works in a " \
-               "folder (run the agent as python:, claude or codex)"
+               "folder (run the agent as python:, exec:, claude or codex)"
     return "it replays recorded traces: no agent runs here to work in a folder"
 
 
 def folder_fixture_refusal(uri: str) -> str | None:
-    """Why a host cannot take a folder (or a plain file) as ``fixture:``, or None.
+    """Why a host or an ``exec:`` program cannot take a folder (or a plain file) as
+    ``fixture:``, or None.
 
     A host's working folder is a workspace now (SPEC §14): copied per trial,
     and what the agent leaves in it is graded. One spelling for one thing.
+    An ``exec:`` program is given no fixture at all: silently ignored, the
+    folder would look given.
     """
     if _is_host(uri):
         return "a folder a host works in is given as workspace: now"
+    if uri.startswith("exec:"):
+        return "a folder an exec: program works in is given as workspace:"
     return None
 
 

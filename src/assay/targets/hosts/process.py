@@ -17,7 +17,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,13 @@ HOME_POINTERS = frozenset({
     "XDG_STATE_HOME", "XDG_CACHE_HOME",
 })
 
+#: assay's own secrets and private places: a store's address (with its password), the
+#: ledger's signing key, the workbench's token, the folder of hidden cases. An agent
+#: under test (or a command grading it) has no business with any of them, and the
+#: hidden cases must not be within its reach (SPEC §5).
+ASSAY_PRIVATE = frozenset({"ASSAY_DB", "ASSAY_LEDGER_KEY", "ASSAY_SERVE_TOKEN",
+                           "ASSAY_HIDDEN_DIR"})
+
 #: Kept of a CLI's stderr (its tail), for the reason of a broken trial.
 STDERR_TAIL = 16_384
 
@@ -46,9 +53,11 @@ def is_provider_key(name: str) -> bool:
 
 def child_environment(parent: Mapping[str, str], home: Path,
                       extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The parent's environment without provider keys or config pointers, HOME set."""
+    """The parent's environment without provider keys, config pointers or assay's own
+    secrets (``ASSAY_PRIVATE``), HOME set."""
     env = {name: value for name, value in parent.items()
-           if not is_provider_key(name) and name.upper() not in HOME_POINTERS}
+           if not is_provider_key(name) and name.upper() not in HOME_POINTERS
+           and name.upper() not in ASSAY_PRIVATE}
     env["HOME"] = str(home)
     env.update(extra or {})
     return env
@@ -101,31 +110,53 @@ class Finished:
     duration_s: float = 0.0
 
 
+#: Reads one of a process's output pipes to its end (``Kept.read``, ``_lines``).
+Reader = Callable[[asyncio.StreamReader], Awaitable[None]]
+
+
 async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
                   stdin: bytes = b"", into: Finished | None = None) -> Finished:
-    """Run a CLI in its own process group; on cancellation the whole group is killed.
+    """Run a CLI in its own process group (``run_group``), its stdout read as lines.
 
-    The CLI's children (MCP servers, shells it started) share its process
-    group, so a timeout or an interrupt leaves nothing running behind it. A
-    grandchild that keeps stdout open after the CLI exited does not hold the
-    trial: reading stops shortly after the CLI's own exit. ``into`` receives
-    the lines as they arrive, so that a caller cancelled at a timeout still
-    has what the CLI printed until then.
+    ``into`` receives the lines as they arrive, so that a caller cancelled at
+    a timeout still has what the CLI printed until then.
     """
     started = time.perf_counter()
+    finished = into if into is not None else Finished(exit_code=-1)
+    stderr = Kept(STDERR_TAIL, head=False)
+    finished.exit_code = await run_group(
+        argv, cwd=cwd, env=env, stdin=stdin,
+        stdout=lambda pipe: _lines(pipe, finished.lines, started), stderr=stderr.read)
+    finished.stderr = stderr.text()
+    finished.duration_s = time.perf_counter() - started
+    return finished
+
+
+async def run_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdin: bytes,
+                    stdout: Reader, stderr: Reader) -> int:
+    """Run a program in its own process group; its exit code (negative: the signal that
+    ended it). On cancellation the whole group is killed, then the cancellation goes on.
+
+    The program's children (MCP servers, shells it started) share its process
+    group, so a timeout or an interrupt leaves nothing running behind it. A
+    grandchild that keeps stdout open after the program exited does not hold
+    the trial: reading stops shortly after the program's own exit. ``stdin``
+    is written and closed; ``stdout`` and ``stderr`` read the pipes as they
+    fill, so what they keep is there for a caller cancelled half-way.
+    ``OSError`` (and ``ValueError`` for an argument no process can take, one
+    with a NUL): the program could not start.
+    """
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=str(cwd), env=dict(env), stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    finished = into if into is not None else Finished(exit_code=-1)
     helpers = [asyncio.ensure_future(_feed(proc.stdin, stdin)),
-               asyncio.ensure_future(_lines(proc.stdout, finished.lines, started))]
-    stderr = bytearray()
-    helpers.append(asyncio.ensure_future(_tail(proc.stderr, stderr)))
+               asyncio.ensure_future(stdout(proc.stdout)),
+               asyncio.ensure_future(stderr(proc.stderr))]
     try:
-        finished.exit_code = await _exit_of(proc)
+        code = await _exit_of(proc)
         await asyncio.wait(helpers, timeout=2.0)
     finally:
         await _kill_group(proc)
@@ -134,9 +165,40 @@ async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-    finished.stderr = stderr.decode("utf-8", "replace")
-    finished.duration_s = time.perf_counter() - started
-    return finished
+    return code
+
+
+@dataclass
+class Kept:
+    """What is kept of one output stream: its first (``head``) or last ``limit`` bytes,
+    and how many bytes came in all. Reading never stops early: a program blocked on
+    a full pipe would hang, so what is past the limit is read and let go."""
+
+    limit: int
+    head: bool = True
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    async def read(self, pipe: asyncio.StreamReader) -> None:
+        """Read ``pipe`` to its end, keeping what the limit allows."""
+        while chunk := await pipe.read(65_536):
+            self.total += len(chunk)
+            if self.head:
+                room = self.limit - len(self.data)
+                if room > 0:
+                    self.data.extend(chunk[:room])
+            else:
+                self.data.extend(chunk)
+                del self.data[:-self.limit]
+
+    @property
+    def cut(self) -> bool:
+        """True when more came than was kept."""
+        return self.total > len(self.data)
+
+    def text(self) -> str:
+        """What was kept, as text (bytes that are not UTF-8 read as U+FFFD)."""
+        return self.data.decode("utf-8", "replace")
 
 
 async def _lines(pipe: asyncio.StreamReader, into: list[tuple[float, str]],
@@ -160,12 +222,6 @@ async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
         pipe.close()
 
 
-async def _tail(pipe: asyncio.StreamReader, kept: bytearray) -> None:
-    while chunk := await pipe.read(65_536):
-        kept.extend(chunk)
-        del kept[:-STDERR_TAIL]
-
-
 async def _exit_of(proc: asyncio.subprocess.Process) -> int:
     """The exit code, as soon as the process has exited.
 
@@ -178,25 +234,33 @@ async def _exit_of(proc: asyncio.subprocess.Process) -> int:
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a grace period."""
+    """SIGTERM the process group, SIGKILL what is left once the leader is gone (or after
+    a grace period, if the leader outlives the TERM).
+
+    A child that ignores SIGTERM would otherwise outlive its trial: the leader
+    exiting says nothing about the rest of its group.
+    """
     for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if proc.returncode is not None and sig == signal.SIGTERM:
-            # The leader is gone; the TERM above swept what it left behind.
+        _signal_group(proc, sig)
+        if proc.returncode is not None:
+            # The leader is gone: what the TERM did not end, the KILL does.
+            _signal_group(proc, signal.SIGKILL)
             return
         try:
             await asyncio.shield(asyncio.wait_for(_exit_of(proc), grace))
-            return
         except TimeoutError:
             continue
         except asyncio.CancelledError:
             # Cancelled again while cleaning up: kill outright and give up waiting.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            _signal_group(proc, signal.SIGKILL)
             raise
+        _signal_group(proc, signal.SIGKILL)
+        return
+
+
+def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
 
 
 VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z][0-9A-Za-z.-]*))?")

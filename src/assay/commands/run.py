@@ -50,6 +50,9 @@ class RunOptions:
     junit_path: Path | None
     markdown_path: Path | None
     base_url: str | None = None
+    upstream_openai: str | None = None
+    upstream_anthropic: str | None = None
+    upstream_gemini: str | None = None
     db: str | None = None
     no_store: bool = False
     resume: str | None = None
@@ -126,6 +129,15 @@ class RunOptions:
 @click.option("--base-url", metavar="URL",
               help="The OpenAI-compatible server of openai: targets, e.g. "
                    "http://127.0.0.1:11434/v1 (default: $ASSAY_OPENAI_BASE_URL).")
+@click.option("--upstream-openai", metavar="URL",
+              help="Where an exec: agent's OpenAI calls go, through assay's recording proxy "
+                   "(default: the OPENAI_BASE_URL it had, else https://api.openai.com/v1).")
+@click.option("--upstream-anthropic", metavar="URL",
+              help="Where an exec: agent's Anthropic calls go (default: ANTHROPIC_BASE_URL, "
+                   "else https://api.anthropic.com).")
+@click.option("--upstream-gemini", metavar="URL",
+              help="Where an exec: agent's Gemini calls go (default: GOOGLE_GEMINI_BASE_URL, "
+                   "else https://generativelanguage.googleapis.com).")
 @click.option("--judge", metavar="URI",
               help="The judge of quality checks (judge, rubric): openai:MODEL, claude:MODEL "
                    "or python:module:function (imported beside the suite file), instead of "
@@ -225,6 +237,10 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     return RunSettings(trials=options.trials, concurrency=options.concurrency,
                        timeout_s=options.timeout_s, seed=options.seed,
                        base_url=options.base_url, window=window, judges=judges,
+                       upstreams=tuple((api, url) for api, url in (
+                           ("openai", options.upstream_openai),
+                           ("anthropic", options.upstream_anthropic),
+                           ("gemini", options.upstream_gemini)) if url),
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
                        review=options.review, hidden_dir=options.hidden_dir,

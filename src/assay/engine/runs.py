@@ -57,6 +57,8 @@ class RunSettings:
     timeout_s: float | None = None
     seed: int | None = None
     base_url: str | None = None
+    #: ``--upstream-openai`` …: the real endpoints behind an ``exec:`` agent's proxy.
+    upstreams: tuple[tuple[str, str], ...] = ()
     #: Run each (suite, target) as the battery of this window: at most one run per
     #: suite id, agent version and window is stored (``engine.windows``).
     window: Window | None = None
@@ -279,7 +281,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
         settings = RunSettings(trials=options.get("trials"),
                                timeout_s=settings.timeout_s or options.get("timeout_s"),
                                concurrency=settings.concurrency, base_url=settings.base_url,
-                               judges=settings.judges,
+                               upstreams=settings.upstreams, judges=settings.judges,
                                agent_cache=options.get("agent_cache") is True,
                                adaptive=adaptive is not None,
                                max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
@@ -501,7 +503,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         target = make_target(uri, TargetOptions(base_dir=item.path.parent,
                                                 concurrency=settings.concurrency,
                                                 base_url=settings.base_url, call=item.suite.call,
-                                                agent_cache=cached))
+                                                agent_cache=cached, upstreams=settings.upstreams))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              rejudge_of=settings.rejudge_of,

@@ -20,8 +20,14 @@ def make_target(uri: str, options: TargetOptions) -> Target:
         return PythonTarget(uri, options)
     if uri.startswith("exec:"):
         from .exec import ExecTarget
+        from .prices import load_prices
+        from .wire.proxy import upstreams_here
+        from .wire.watch import ProxyObserver
 
-        return ExecTarget(uri, options)
+        # Its model traffic goes through the battery's recording proxy (SPEC §15).
+        watcher = ProxyObserver(upstreams_here(dict(options.upstreams)), options.ask_tools,
+                                load_prices())
+        return ExecTarget(uri, options, observers=[watcher])
     if uri.startswith("scripted:"):
         from .scripted import ScriptedTarget
 

@@ -79,6 +79,12 @@ class TargetOptions:
     #: ``--agent-cache``: the model calls assay makes for the agent (``openai:``) are
     #: kept and served again (``agent_cache.py``); other targets make none to keep.
     agent_cache: bool = False
+    #: ``--upstream-openai`` …: where an ``exec:`` agent's model calls go through the
+    #: recording proxy, by API (``openai``, ``anthropic``, ``gemini``); unnamed, the
+    #: environment's base URL or the API's own (SPEC §15).
+    upstreams: tuple[tuple[str, str], ...] = ()
+    #: Tools whose calls are questions to a person (SPEC §15 ``ask_tools``).
+    ask_tools: tuple[str, ...] = ("ask_user", "ask_human")
 
 
 class TrialBroken(Exception):

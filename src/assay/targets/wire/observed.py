@@ -1,0 +1,99 @@
+"""A trace with what was seen on the wire added, once, whoever saw it (SPEC §15).
+
+Three observers can see the same thing: the model's side of a tool call
+(the exchanges, read by ``fold``), the agent's own record of running it
+(``tools.call`` in a ``python:`` agent; an ``execute_tool`` span it
+exported), and the trace the target made itself. ``with_wire`` merges them
+so that no fact is counted twice (docs/decisions/0070-wire-in-traces.md):
+
+- when the wire saw model calls, tool calls, asks, tokens, steps and the
+  served model are the wire's — observed where the model answered;
+- a call the agent recorded itself (``tools.call``, a span) that the wire
+  also saw — the same call id, else the same name and arguments, in order —
+  is not added again; one the wire did not see (a tool the agent ran
+  without any model asking) is added, with its result;
+- tokens the agent reported of itself (``tools.usage``, inferred) give way
+  to the wire's (observed); a figure the wire could not give stays the
+  agent's, or unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...model import Event, Evidence, Trace
+from .fold import WireFacts
+
+#: The facts the wire speaks to, when it saw model calls.
+WIRE_FACTS = ("tool_calls", "asks", "tokens", "cost", "steps")
+
+
+def with_wire(trace: Trace, facts: WireFacts | None,
+              spans: Iterable[dict[str, Any]] = ()) -> Trace:
+    """``trace`` with the wire's facts and the tools the spans say were run, merged."""
+    span_events = [Event(**record) for record in spans]
+    if facts is None or not facts.model_calls:
+        if not span_events:
+            return trace
+        return trace.model_copy(update={"events": _merged(trace.events, span_events)})
+    own = _merged(facts.events, trace.events)  # what only the agent recorded, kept
+    events = _merged(own, span_events)
+    update: dict[str, Any] = {"events": events, "steps": facts.steps}
+    usage = trace.usage
+    if facts.usage.tokens is not None or usage.tokens is None:
+        usage = usage.model_copy(update={"input_tokens": facts.usage.input_tokens,
+                                         "output_tokens": facts.usage.output_tokens})
+    if facts.usage.cost_usd is not None or usage.cost_usd is None:
+        usage = usage.model_copy(update={"cost_usd": facts.usage.cost_usd})
+    update["usage"] = usage
+    evidence = dict(trace.evidence)
+    for fact in WIRE_FACTS:
+        if fact in facts.evidence:
+            evidence[fact] = facts.evidence[fact]
+    update["evidence"] = evidence
+    if facts.model:
+        update["facets"] = {**trace.facets, "model": facts.model}
+    return trace.model_copy(update=update)
+
+
+def _merged(first: Sequence[Event], more: Sequence[Event]) -> list[Event]:
+    """``first``, then the calls of ``more`` (with their results) that ``first`` has not.
+
+    A call in both is one call: the same ``call_id``, else the same name and
+    arguments, each of ``first``'s calls matched at most once, in order.
+    Events of ``more`` that are not tool calls or results (messages, asks) are
+    left out when ``first`` holds any: ``first`` is the fuller record.
+    """
+    if not more:
+        return list(first)
+    if not first:
+        return list(more)
+    ids = {e.call_id for e in first if e.kind == "tool_call" and e.call_id is not None}
+    unmatched = [e for e in first if e.kind == "tool_call"]
+    kept: dict[str, bool] = {}  # a call id of ``more`` → whether its call was added
+    last_kept = False  # for a result with no id: its call is the one just before it
+    added: list[Event] = []
+    for event in more:
+        if event.kind == "tool_call":
+            twin = None if event.call_id in ids else next(
+                (e for e in unmatched
+                 if e.name == event.name and e.arguments == event.arguments), None)
+            if twin is not None:
+                unmatched.remove(twin)
+            last_kept = event.call_id not in ids and twin is None
+            if event.call_id is not None:
+                kept[event.call_id] = last_kept
+            if last_kept:
+                added.append(event)
+        elif event.kind == "tool_result":
+            if kept.get(event.call_id, False) if event.call_id is not None else last_kept:
+                added.append(event)
+    return [*first, *added]
+
+
+def evidence_claim(observed: Evidence = Evidence.OBSERVED) -> dict[str, Evidence]:
+    """What an observer of the wire can vouch for: the model's side of every fact it reads
+    (cost comes from a price table, so it is inferred)."""
+    return {"tool_calls": observed, "asks": observed, "tokens": observed, "steps": observed,
+            "cost": Evidence.INFERRED}

@@ -214,9 +214,9 @@ class _Call:
             return  # finished already, or its trial is over and its record fixed
         if error is not None or complete:
             self.last = time.perf_counter()
-        if isinstance(error, BaseException):
-            error = _describe(error)
         try:
+            if isinstance(error, BaseException):
+                error = _describe(error)
             exchange = self._exchange(complete, error, self.last)
         except Exception:  # noqa: BLE001 - the agent's read goes on; this one stays open
             return
@@ -250,7 +250,10 @@ class _Call:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc)
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - an exception that cannot say itself is still named
+        text = ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 

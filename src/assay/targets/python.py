@@ -7,6 +7,7 @@ import contextvars
 import inspect
 import io
 import math
+import os
 import platform
 import sys
 import time
@@ -22,6 +23,7 @@ from .capture import captured
 from .capture import sink as _sink
 from .identity import identity_digest, python_identity
 from .threads import AgentCrash, AgentThreads
+from .wire.capture import Recorder, recording
 
 
 class AgentError(Exception):
@@ -70,6 +72,8 @@ class PythonTarget:
         self._is_async = False
         self._threads: AgentThreads | None = None
         self._capture: Any = None
+        #: The price table the wire's token counts are priced by (loaded at start).
+        self._prices: Any = None
         # The evidence map of a trace, by (tokens unreported, cost unreported).
         self._given = {
             (no_tokens, no_cost): {
@@ -95,6 +99,16 @@ class PythonTarget:
         except (TypeError, ValueError):
             params = []
         self._takes_tools = len(params) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+        # What the agent says to its model is seen on the wire, per trial (SPEC §15).
+        from .wire.capture import install
+
+        install()
+        from .prices import load_prices
+
+        self._prices = load_prices()
+        # The OpenAI Agents SDK uploads its traces to its vendor by default: a trial's
+        # (a hidden case's) content must not leave the machine that way.
+        os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
         # The agent runs in our process: its prints go to its trace, not our terminal.
         self._capture = captured()
         self._capture.__enter__()
@@ -112,19 +126,21 @@ class PythonTarget:
         error: str | None = None
         output: Any = None
         buffer = io.StringIO()
+        recorder = Recorder(started)
         # Should the agent hang, its calls so far are the trial's record.
         request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
                                                  "timeout", None, started, buffer,
-                                                 tools.tool_calls))
+                                                 tools.tool_calls, recorder))
         try:
-            if self._is_async:
-                token = _sink.set(buffer)
-                try:
-                    output = await self._func(*self._args(request, tools))
-                finally:
-                    _sink.reset(token)
-            else:
-                output = await self._call_sync(request, tools, buffer)
+            with recording(recorder):
+                if self._is_async:
+                    token = _sink.set(buffer)
+                    try:
+                        output = await self._func(*self._args(request, tools))
+                    finally:
+                        _sink.reset(token)
+                else:
+                    output = await self._call_sync(request, tools, buffer)
         except AgentError as exc:
             status, error = "error", str(exc)
         except Refused as exc:
@@ -143,11 +159,11 @@ class PythonTarget:
         if status == "ok":
             events.append(Event(kind="message", text=output if isinstance(output, str) else None))
         return self._trace(request, tools, events, output, status, error, started, buffer,
-                           tools.tool_calls + 1)
+                           tools.tool_calls + 1, recorder)
 
     def _trace(self, request: TrialRequest, tools: Tools, events: list[Event], output: Any,
                status: Status, error: str | None, started: float, buffer: io.StringIO,
-               steps: int) -> Trace:
+               steps: int, recorder: Recorder) -> Trace:
         spent = tools.spent
         # The Trace copies both maps as it validates them: shared ones are safe here.
         given = self._given[(spent.tokens is None, spent.cost_usd is None)]
@@ -162,13 +178,23 @@ class PythonTarget:
             raise TrialBroken(state.broken)
         if state.present:  # the final state is a fact assay saw (SPEC §14)
             given = {**given, "state": Evidence.OBSERVED}
-        return Trace(
+        trace = Trace(
             output=output, status=status, error=error, events=events, usage=spent,
             # A refusal is a final answer (settled), as it is from every other target.
             steps=steps, settled=status in ("ok", "refused"),
             duration_s=time.perf_counter() - started,
             stdout=buffer.getvalue(), facets=facets, evidence=given, state=state.value,
         )
+        exchanges = recorder.exchanges()
+        if not exchanges:
+            return trace
+        # What its model said, seen on the wire, merged once with its own record.
+        from .wire.fold import read_exchanges
+        from .wire.observed import with_wire
+
+        facts = read_exchanges(exchanges, ask_tools=self.options.ask_tools,
+                               prices=self._prices)
+        return with_wire(trace, facts)
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:
         def call() -> Any:

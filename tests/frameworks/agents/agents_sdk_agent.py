@@ -14,6 +14,7 @@ from openai import AsyncOpenAI
 
 lookup = function_tool(shop_tools.lookup)
 refund = function_tool(shop_tools.refund)
+ask_user = function_tool(shop_tools.ask_user)
 
 
 @function_tool
@@ -23,7 +24,7 @@ def transfer(to: str, amount: int) -> str:
 
 
 support = Agent(name="support", instructions="Help with orders.",
-                tools=[lookup, refund, transfer], model="gpt-4.1")
+                tools=[lookup, refund, ask_user, transfer], model="gpt-4.1")
 
 
 def agent(input: str) -> str:

@@ -17,7 +17,8 @@ with warnings.catch_warnings():
 import shop_tools
 
 graph = create_react_agent(ChatOpenAI(model="gpt-4.1"),
-                           [tool(shop_tools.lookup), tool(shop_tools.refund)])
+                           [tool(shop_tools.lookup), tool(shop_tools.refund),
+                            tool(shop_tools.ask_user)])
 
 
 def agent(input: str) -> str:

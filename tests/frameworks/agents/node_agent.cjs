@@ -8,15 +8,21 @@ const ORDERS = { "A-1": "shipped", "A-2": "lost" };
 const run = {
   lookup: ({ order }) => `order ${order} is ${ORDERS[order] ?? "unknown"}`,
   refund: ({ order }) => `order ${order} refunded`,
+  ask_user: () => "yes, go ahead",
 };
-const tools = ["lookup", "refund"].map((name) => ({
+const tool = (name, description, field) => ({
   type: "function",
   function: {
     name,
-    description: `${name} an order`,
-    parameters: { type: "object", properties: { order: { type: "string" } }, required: ["order"] },
+    description,
+    parameters: { type: "object", properties: { [field]: { type: "string" } }, required: [field] },
   },
-}));
+});
+const tools = [
+  tool("lookup", "Look an order up by its id.", "order"),
+  tool("refund", "Refund an order.", "order"),
+  tool("ask_user", "Ask the customer a question before acting.", "question"),
+];
 
 async function main() {
   let input = "";

@@ -11,6 +11,7 @@ from pydantic_ai import Agent
 support = Agent("openai:gpt-4.1", instructions="Help with orders.")
 support.tool_plain(shop_tools.lookup)
 support.tool_plain(shop_tools.refund)
+support.tool_plain(shop_tools.ask_user)
 
 
 def agent(input: str) -> str:

@@ -15,6 +15,11 @@ def refund(order: str) -> str:
     return f"order {order} refunded"
 
 
+def ask_user(question: str) -> str:
+    """Ask the customer a question before acting."""
+    return "yes, go ahead"
+
+
 def transfer(to: str, amount: int) -> str:
     """Move money to an account. The agent never runs this one: it answers a refusal."""
     raise PermissionError(f"transfers to {to} are not allowed")

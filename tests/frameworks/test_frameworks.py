@@ -1,0 +1,127 @@
+"""Agents built with frameworks, evaluated as they are (SPEC §15), end to end.
+
+Each agent in ``agents/`` is written as its framework's docs show and never
+changed for assay. The scripted model (``tests/model_server.py``) plays the
+turns a case's input writes after ``SCRIPT:``. Each agent runs as
+``python:`` (its HTTP seen in process) and as ``exec:`` (its HTTP through the
+recording proxy, which forwards to the scripted model with the real key); the
+structural checks of the suite below must all pass on what was seen, and the
+served model must be the ``model`` facet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model_server import SERVED, USAGE_IN, USAGE_OUT, ModelServer  # noqa: E402
+
+pytestmark = pytest.mark.real
+
+AGENTS = Path(__file__).resolve().parent / "agents"
+ROOT = Path(__file__).resolve().parents[2]
+NODE_MODULES = ROOT / ".hosts" / "node_modules"
+PYTHON = shlex.quote(sys.executable)
+KEY = "sk-CANARY-FRAMEWORK-KEY-41f7"
+
+
+def _script(*turns: dict[str, Any]) -> str:
+    return "SCRIPT:" + json.dumps(list(turns))
+
+
+LOOKUP = _script({"call": "lookup", "args": {"order": "A-1"}}, {"say": "A-1 has shipped."})
+ASKED = _script({"call": "ask_user", "args": {"question": "May I refund A-2?"}},
+                {"call": "refund", "args": {"order": "A-2"}}, {"say": "Refunded."})
+
+CASES = f"""
+  - id: looks-up
+    input: 'Where is my order A-1? {LOOKUP}'
+    expect:
+      - calls: {{tool: lookup, args: {{order: A-1}}, times: 1}}
+      - never_calls: [refund]
+      - within_steps: 2
+      - costs_at_most: {{tokens: {2 * (USAGE_IN + USAGE_OUT)}}}
+      - contains: shipped
+  - id: asks-first
+    input: 'Refund A-2. {ASKED}'
+    expect:
+      - asks: {{before: refund}}
+      - calls: {{tool: refund, args: {{order: A-2}}}}
+      - calls_before: [ask_user, refund]
+      - within_steps: 3
+"""
+
+#: (name, python: URI, exec: URI) of each agent.
+FRAMEWORKS = [
+    ("openai-agents", "python:agents_sdk_agent:agent", f"exec:{PYTHON} agents_sdk_agent.py"),
+    ("openai-agents-chat", "python:agents_sdk_agent:chat_agent",
+     f"exec:{PYTHON} agents_sdk_agent.py --chat"),
+    ("langgraph", "python:langgraph_agent:agent", f"exec:{PYTHON} langgraph_agent.py"),
+    ("pydantic-ai", "python:pydantic_ai_agent:agent", f"exec:{PYTHON} pydantic_ai_agent.py"),
+    ("anthropic", "python:anthropic_agent:agent", f"exec:{PYTHON} anthropic_agent.py"),
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ModelServer]:
+    with ModelServer() as server:
+        yield server
+
+
+def _suite(project: Any, target: str, cases: str = CASES) -> None:
+    shutil.copytree(AGENTS, project.root / "evals", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    project.write("evals/shop.suite.yaml", f"suite: fw/shop@1\ntarget: {target}\ncases:"
+                  + cases)
+
+
+def _run(project: Any, model: ModelServer, target: str) -> dict[str, Any]:
+    _suite(project, target)
+    env = {"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": KEY,
+           "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": KEY,
+           "NODE_PATH": str(NODE_MODULES), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    done = project.assay("run", "evals", "--no-store", "--json", "r.json", env=env,
+                         timeout=300)
+    report: dict[str, Any] = json.loads((project.root / "r.json").read_text())
+    report["_done"] = done
+    return report
+
+
+def _check(report: dict[str, Any]) -> None:
+    done = report["_done"]
+    failing = {case["id"]: [(v["assertion"], v["outcome"], v["note"])
+                            for t in case["trials"] for v in t["verdicts"]
+                            if v["outcome"] != "pass"]
+               for case in report["cases"] if case["outcome"] != "pass"}
+    assert failing == {} and done.code == 0, (failing, done.out[-2000:], done.err[-2000:])
+    assert report["target"]["facets"]["model"] == SERVED
+    assert KEY not in json.dumps(report) and KEY not in done.out + done.err
+
+
+@pytest.mark.parametrize(("name", "uri"), [(n, p) for n, p, _ in FRAMEWORKS],
+                         ids=[n for n, _, _ in FRAMEWORKS])
+def test_a_framework_agent_in_process(project: Any, model: ModelServer, name: str,
+                                      uri: str) -> None:
+    _check(_run(project, model, uri))
+
+
+@pytest.mark.parametrize(("name", "uri"), [(n, e) for n, _, e in FRAMEWORKS]
+                         + [("node-openai", "exec:node node_agent.cjs")],
+                         ids=[n for n, _, _ in FRAMEWORKS] + ["node-openai"])
+def test_a_framework_agent_as_a_program(project: Any, model: ModelServer, name: str,
+                                        uri: str) -> None:
+    before = len(model.requests)
+    _check(_run(project, model, uri))
+    # The real key went to the model, through the proxy; the agent held a stand-in.
+    sent = model.requests[before:]
+    assert sent and all(KEY in json.dumps(r["headers"]) for r in sent)

@@ -101,10 +101,20 @@ def read_exchanges(exchanges: Sequence[Exchange], *,
     ``prices`` is the table cost is read from (the shipped one when None;
     a target passes ``load_prices()`` once, so the user's own prices count).
     """
-    fold = _Fold(frozenset(ask_tools), prices if prices is not None else PriceTable(SHIPPED))
+    asks = frozenset((ask_tools,) if isinstance(ask_tools, str) else ask_tools)
+    fold = _Fold(asks, prices if prices is not None else PriceTable(SHIPPED))
     ordered = sorted(exchanges, key=lambda e: _start(e.started))
     for exchange in ordered:
-        fold.add(exchange)
+        try:
+            fold.add(exchange)
+        except Exception as exc:  # noqa: BLE001 - a value no event can hold (nested past the
+            # stack, say) costs what that exchange would have given, never the trial
+            fold.unread = True
+            fold.counted = False
+            fold.unsure = len(fold.pending)
+            fold._note(Event(kind="http", text=one_line(
+                f"{exchange.method} {safe_url(exchange.url)}: assay could not read it "
+                f"({type(exc).__name__})", MAX_NOTE), t=round(_start(exchange.started), 6)))
     return fold.facts()
 
 
@@ -170,14 +180,15 @@ class _Fold:
         model = call.served_model or call.requested_model
         if model:
             self.models.setdefault(model)
-        if call.input_tokens is not None and call.output_tokens is not None:
-            self.tokens_in += call.input_tokens
-            self.tokens_out += call.output_tokens
+        tokens_in, tokens_out = call.input_tokens, call.output_tokens
+        if tokens_in is not None and tokens_out is not None:
+            self.tokens_in += tokens_in
+            self.tokens_out += tokens_out
             price = self.prices.lookup(call.served_model, call.requested_model)
             if price is None:
                 self.priced = False
             else:
-                self.cost += price.cost(call.input_tokens, call.output_tokens)
+                self.cost += price.cost(tokens_in, tokens_out)
         else:
             self.counted = False
         t = round(call.ended, 6)

@@ -53,6 +53,10 @@ TOOLS_EVENTS = [
     {"kind": "answer", "name": "confirm", "result": "yes"},
     {"kind": "skill", "name": "pdf-forms", "text": "activated"},
     {"kind": "error", "name": "shell.run", "text": "denied <svg onload=alert(1)>"},
+    {"kind": "http", "name": "openai.chat", "is_error": True,
+     "text": "POST https://api.openai.com/v1/chat/completions → 429: the model answered 429",
+     "result": {"method": "POST", "url": "https://api.openai.com/v1/chat/completions",
+                "status": 429}},
 ]
 
 RECORDING = [
@@ -203,7 +207,8 @@ def test_a_failing_trial_shows_its_trace_events_verdicts_and_output(
     html = server.get(recorded.path("tools", 1))
     assert html.status_code == 200
     text = html.text
-    for kind in ("message", "tool call", "tool result", "ask", "answer", "skill", "error"):
+    for kind in ("message", "tool call", "tool result", "ask", "answer", "skill", "error",
+                 "http"):
         assert f'<span class="kind">{kind}</span>' in text
     assert "pdf-forms" in text and "never_calls" in text and "not reported" in text
     # Recorded markup reaches the page as text, escaped.

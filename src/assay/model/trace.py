@@ -11,7 +11,10 @@ from .evidence import Evidence
 from .storable import storable_json, storable_text
 
 Status = Literal["ok", "error", "refused", "timeout"]
-EventKind = Literal["message", "tool_call", "tool_result", "ask", "answer", "skill", "error"]
+#: ``http``: an exchange with a model API (or another service) that assay kept as a one-line
+#: note because it failed or could not be read (SPEC §15); no check reads it.
+EventKind = Literal["message", "tool_call", "tool_result", "ask", "answer", "skill", "error",
+                    "http"]
 
 
 class Event(BaseModel):

@@ -219,6 +219,10 @@ def _event(out: Text, event: Event) -> None:
             out.append(": ")
             out.append(_cut(inert(event.text)))
         out.append("\n")
+    elif event.kind == "http":  # an exchange kept as a one-line note (SPEC §15)
+        out.append("⇄ http ", style="bold red" if event.is_error else "dim")
+        out.append(inert(event.text or "", one_line=True), style="dim")
+        out.append("\n")
     else:  # error
         out.append("✗ error", style="bold red")
         if name:

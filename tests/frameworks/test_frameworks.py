@@ -40,7 +40,8 @@ def _script(*turns: dict[str, Any]) -> str:
 
 
 LOOKUP = _script({"call": "lookup", "args": {"order": "A-1"}}, {"say": "A-1 has shipped."})
-ASKED = _script({"call": "ask_user", "args": {"question": "May I refund A-2?"}},
+ASKED = _script({"call": "lookup", "args": {"order": "A-2"}},
+                {"call": "ask_user", "args": {"question": "May I refund A-2?"}},
                 {"call": "refund", "args": {"order": "A-2"}}, {"say": "Refunded."})
 
 CASES = f"""
@@ -57,8 +58,9 @@ CASES = f"""
     expect:
       - asks: {{before: refund}}
       - calls: {{tool: refund, args: {{order: A-2}}}}
-      - calls_before: [ask_user, refund]
-      - within_steps: 3
+      - calls_before: [lookup, refund]
+      - never_calls: [ask_user]   # a question to a person is an ask, not a tool call
+      - within_steps: 4
 """
 
 #: (name, python: URI, exec: URI) of each agent.
@@ -98,13 +100,14 @@ def _run(project: Any, model: ModelServer, target: str) -> dict[str, Any]:
 
 
 def _check(report: dict[str, Any]) -> None:
-    done = report["_done"]
+    done = report.pop("_done")
     failing = {case["id"]: [(v["assertion"], v["outcome"], v["note"])
                             for t in case["trials"] for v in t["verdicts"]
                             if v["outcome"] != "pass"]
                for case in report["cases"] if case["outcome"] != "pass"}
     assert failing == {} and done.code == 0, (failing, done.out[-2000:], done.err[-2000:])
-    assert report["target"]["facets"]["model"] == SERVED
+    # The model that answered, as the wire saw it, is each case's model facet.
+    assert {case["facets"].get("model") for case in report["cases"]} == {SERVED}
     assert KEY not in json.dumps(report) and KEY not in done.out + done.err
 
 

@@ -1,7 +1,10 @@
-"""A support agent as pydantic-ai's docs show it: an Agent with tool_plain tools."""
+"""A support agent as pydantic-ai's docs show it: an Agent with tool_plain tools, run with
+``await agent.run(...)`` (its ``run_sync`` keeps one event loop per thread, and an agent
+called from several threads at once shares its HTTP client across their loops)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
@@ -14,9 +17,9 @@ support.tool_plain(shop_tools.refund)
 support.tool_plain(shop_tools.ask_user)
 
 
-def agent(input: str) -> str:
-    return str(support.run_sync(input).output)
+async def agent(input: str) -> str:
+    return str((await support.run(input)).output)
 
 
 if __name__ == "__main__":
-    print(json.dumps(agent(json.load(sys.stdin))))
+    print(json.dumps(asyncio.run(agent(json.load(sys.stdin)))))

@@ -61,18 +61,22 @@ def _merged(first: Sequence[Event], more: Sequence[Event]) -> list[Event]:
     """``first``, then the calls of ``more`` (with their results) that ``first`` has not.
 
     A call in both is one call: the same ``call_id``, else the same name and
-    arguments, each of ``first``'s calls matched at most once, in order.
-    Events of ``more`` that are not tool calls or results (messages, asks) are
-    left out when ``first`` holds any: ``first`` is the fuller record.
+    arguments, each of ``first``'s calls matched at most once, in order. When
+    ``first`` says such a call was never answered (the wire saw no result go
+    back to the model) and ``more`` saw it run, the run's result stands in for
+    that note: the tool did run. Events of ``more`` that are not tool calls or
+    results (messages, asks) are left out when ``first`` holds any: ``first``
+    is the fuller record.
     """
     if not more:
         return list(first)
     if not first:
         return list(more)
+    merged = list(first)
     ids = {e.call_id for e in first if e.kind == "tool_call" and e.call_id is not None}
     unmatched = [e for e in first if e.kind == "tool_call"]
-    kept: dict[str, bool] = {}  # a call id of ``more`` → whether its call was added
-    last_kept = False  # for a result with no id: its call is the one just before it
+    twin_of: dict[str | None, str | None] = {}  # a call id of ``more`` → its twin's id
+    last: tuple[bool, str | None] = (False, None)  # (added?, twin id) of the call just seen
     added: list[Event] = []
     for event in more:
         if event.kind == "tool_call":
@@ -81,15 +85,32 @@ def _merged(first: Sequence[Event], more: Sequence[Event]) -> list[Event]:
                  if e.name == event.name and e.arguments == event.arguments), None)
             if twin is not None:
                 unmatched.remove(twin)
-            last_kept = event.call_id not in ids and twin is None
+            same = event.call_id if event.call_id in ids else twin.call_id if twin else None
+            last = (event.call_id not in ids and twin is None, same)
             if event.call_id is not None:
-                kept[event.call_id] = last_kept
-            if last_kept:
+                twin_of[event.call_id] = None if last[0] else same
+            if last[0]:
                 added.append(event)
         elif event.kind == "tool_result":
-            if kept.get(event.call_id, False) if event.call_id is not None else last_kept:
+            if event.call_id is not None and event.call_id in twin_of:
+                keep, same = twin_of[event.call_id] is None, twin_of[event.call_id]
+            else:
+                keep, same = last
+            if keep:
                 added.append(event)
-    return [*first, *added]
+            elif same is not None:
+                _answered(merged, same, event)
+    return [*merged, *added]
+
+
+def _answered(events: list[Event], call_id: str, result: Event) -> None:
+    """Put ``result`` in place of the never-answered note of call ``call_id``, if any."""
+    from .fold import NEVER_ANSWERED
+
+    for index, event in enumerate(events):
+        if event.kind == "error" and event.call_id == call_id and event.text == NEVER_ANSWERED:
+            events[index] = result.model_copy(update={"call_id": call_id})
+            return
 
 
 def evidence_claim(observed: Evidence = Evidence.OBSERVED) -> dict[str, Evidence]:

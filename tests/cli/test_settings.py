@@ -65,7 +65,8 @@ def test_the_file_sets_store_and_trials_a_flag_and_the_environment_win(
     assert found["settings"]["db"]["source"] == "environment $ASSAY_DB"
     assert found["settings"]["trials"] == {"value": 2, "source": f"{project.root}/pyproject.toml:6"}
     assert found["settings"]["judge"] == {"value": None, "source": "default"}
-    table = project.assay("config")
+    # Wide enough that no cell wraps, however long this test's folder.
+    table = project.assay("config", env={"COLUMNS": "400"})
     assert table.code == 0 and "pyproject.toml:7" in table.out  # concurrency's line
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import HarnessFailure
 from ...model import Evidence, Trace
 from .fold import read_exchanges
-from .observed import evidence_claim, with_wire
+from .observed import WIRE_FACTS, evidence_claim, with_wire
 from .proxy import RecordingProxy, Route, Upstream
 
 if TYPE_CHECKING:
@@ -41,7 +41,13 @@ class ProxyWatch:
         exchanges = self.route.close()
         try:
             facts = read_exchanges(exchanges, ask_tools=self._ask_tools, prices=self._prices)
-            return with_wire(trace, facts, executed_tools(self.route.spans))
+            ran = executed_tools(self.route.spans)
+            if not facts.model_calls and not ran:
+                # Nothing came through: the program made no model call, or made it some
+                # other way. Either way nothing was seen, and none is not "observed".
+                unseen = {fact: Evidence.UNAVAILABLE for fact in WIRE_FACTS}
+                return trace.model_copy(update={"evidence": {**trace.evidence, **unseen}})
+            return with_wire(trace, facts, ran)
         except Exception as error:  # a reader's bug must not cost the trial its record
             note = f"the recorded model traffic could not be read ({type(error).__name__})"
             return trace.model_copy(update={"facets": {**trace.facets, "wire": note}})

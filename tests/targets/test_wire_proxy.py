@@ -344,3 +344,18 @@ def test_otlp_json_is_taken_and_garbage_is_refused(proxy: RecordingProxy) -> Non
         answer = httpx.post(url, content=body, headers={"content-type": kind}, timeout=30)
         assert answer.status_code == 400, body
     assert len(route.spans) == 1
+
+
+def test_an_exchange_that_is_no_model_call_is_kept_as_a_note() -> None:
+    from assay.model import Evidence, Trace
+    from assay.targets.wire import Exchange
+    from assay.targets.wire.fold import read_exchanges
+    from assay.targets.wire.observed import with_wire
+
+    page = Exchange(method="GET", url="https://example.org/weather?key=SECRET", status=200,
+                    response_body=b"<html>sunny</html>")
+    trace = Trace(output="ok", evidence={"tool_calls": Evidence.OBSERVED})
+    seen = with_wire(trace, read_exchanges([page]))
+    (note,) = [e for e in seen.events if e.kind == "http"]
+    assert "example.org" in (note.text or "") and "SECRET" not in seen.model_dump_json()
+    assert seen.evidence == trace.evidence and seen.steps is None  # no model call: no facts

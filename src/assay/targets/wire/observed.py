@@ -34,9 +34,13 @@ def with_wire(trace: Trace, facts: WireFacts | None,
     """``trace`` with the wire's facts and the tools the spans say were run, merged."""
     span_events = [Event(**record) for record in spans]
     if facts is None or not facts.model_calls:
-        if not span_events:
+        # No model call seen: only the notes of other exchanges (``http`` events: the
+        # agent fetched a page, called a service) and the tools the spans say were run.
+        notes = [e for e in facts.events if e.kind == "http"] if facts is not None else []
+        if not span_events and not notes:
             return trace
-        return trace.model_copy(update={"events": _merged(trace.events, span_events)})
+        return trace.model_copy(update={"events": [*_merged(trace.events, span_events),
+                                                   *notes]})
     own = _merged(facts.events, trace.events)  # what only the agent recorded, kept
     events = _merged(own, span_events)
     update: dict[str, Any] = {"events": events, "steps": facts.steps}

@@ -87,12 +87,15 @@ def _suite(project: Any, target: str, cases: str = CASES) -> None:
                   + cases)
 
 
+def _env(model: ModelServer) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": KEY,
+            "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": KEY,
+            "NODE_PATH": str(NODE_MODULES), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+
+
 def _run(project: Any, model: ModelServer, target: str) -> dict[str, Any]:
     _suite(project, target)
-    env = {"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": KEY,
-           "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": KEY,
-           "NODE_PATH": str(NODE_MODULES), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    done = project.assay("run", "evals", "--no-store", "--json", "r.json", env=env,
+    done = project.assay("run", "evals", "--no-store", "--json", "r.json", env=_env(model),
                          timeout=300)
     report: dict[str, Any] = json.loads((project.root / "r.json").read_text())
     report["_done"] = done
@@ -128,3 +131,22 @@ def test_a_framework_agent_as_a_program(project: Any, model: ModelServer, name: 
     # The real key went to the model, through the proxy; the agent held a stand-in.
     sent = model.requests[before:]
     assert sent and all(KEY in json.dumps(r["headers"]) for r in sent)
+
+
+def test_the_real_key_is_in_no_stored_record(project: Any, model: ModelServer) -> None:
+    """Every trace of a program's battery is stored and sealed: the key it was kept from
+    is in no byte of the store, the ledger or what the commands print of them."""
+    _suite(project, f"exec:{PYTHON} anthropic_agent.py")
+    done = project.assay("run", "evals", "--json", "r.json", env=_env(model), timeout=300)
+    assert done.code == 0, done.out + done.err
+    run_id = json.loads((project.root / "r.json").read_text())["run_id"]
+    stored = b"".join(path.read_bytes() for path in (project.root / ".assay").rglob("*")
+                      if path.is_file())
+    # The traces are there (a store without them would prove nothing): the served model
+    # is a fact only the wire gave.
+    assert SERVED.encode() in stored
+    assert KEY.encode() not in stored
+    for command in (("show", run_id), ("ledger", "verify"), ("receipt", run_id)):
+        shown = project.assay(*command, env=_env(model))
+        assert shown.code == 0, (command, shown.err)
+        assert KEY not in shown.out + shown.err, command

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model.agents import AgentEntry
+from ..model.agents import AgentEntry, BatteryFacts
 from ..store.registry import load, read_runs, record
 from .compare import DEFAULT_COST_TOLERANCE, Comparison, compare
 from .registry import (
@@ -98,13 +98,19 @@ class VersionComparison:
 
 
 def compare_versions(store: Store, name: str, base: str, cand: str, suite: str | None = None,
-                     cost_tolerance: float = DEFAULT_COST_TOLERANCE) -> VersionComparison:
+                     cost_tolerance: float = DEFAULT_COST_TOLERANCE,
+                     registry: tuple[list[AgentEntry], list[BatteryFacts]] | None = None
+                     ) -> VersionComparison:
     """Compare two versions of agent ``name``: each side is its newest sealed, whole battery
     of the suite, and the comparison is ``assay compare``'s of those two runs. Nothing is
-    stored; a name, version or battery that is not there is a usage error naming it."""
+    stored; a name, version or battery that is not there is a usage error naming it.
+
+    ``registry`` is the store's entries and run facts when the caller read them already
+    (``store.registry.load``): a page comparing several suites reads them once.
+    """
     from .run_facts import load_stored
 
-    entries, runs = load(store)
+    entries, runs = registry if registry is not None else load(store)
     agent = named(entries, name)
     versions = (resolve(agent, base), resolve(agent, cand))
     first, second = sides(agent, *versions, runs, suite)

@@ -23,7 +23,6 @@ from .render import BadRequest, NotFound, respond
 
 if TYPE_CHECKING:
     from ..analysis.registry import Named
-    from ..model.agents import BatteryFacts
     from ..store.database import Store
     from ..store.runs.listing import ListedRun
 
@@ -39,12 +38,31 @@ DRIFT_SHOWN = 3
 SPLITS = ("public", "hidden", "synthetic")
 
 
-def _registry(store: Store) -> tuple[dict[str, Named], dict[str, Any], list[BatteryFacts]]:
-    from ..analysis.registry import fold, names
-    from ..store.registry import load
+class _Registry:
+    """The store's registry, read once per page: entries, run facts, names and states."""
 
-    entries, runs = load(store)
-    return names(entries), fold(entries), runs
+    def __init__(self, store: Store) -> None:
+        from ..analysis.registry import fold, names
+        from ..store.registry import load
+
+        self.entries, self.runs = load(store)
+        self.named: dict[str, Named] = names(self.entries)
+        self.states = fold(self.entries)
+
+    def agent(self, name: str) -> Named:
+        """The agent of that name; a 404 naming it when there is none."""
+        found = self.named.get(name)
+        if found is None:
+            raise NotFound(f"no agent is published under the name {name!r}")
+        return found
+
+    def compare(self, store: Store, name: str, base: str, cand: str, suite: str | None,
+                cost_tolerance: float = 0.25) -> Any:
+        """``assay compare --agent`` over what was read already."""
+        from ..analysis.agents import compare_versions
+
+        return compare_versions(store, name, base, cand, suite, cost_tolerance,
+                                registry=(self.entries, self.runs))
 
 
 @router.get("/agents")
@@ -52,22 +70,15 @@ def _registry(store: Store) -> tuple[dict[str, Named], dict[str, Any], list[Batt
 def agents_page(request: Request) -> Response:
     """Every agent name with its number of versions and its current one."""
     store = request.app.state.bench.open()
-    named, states, _ = _registry(store)
+    registry = _Registry(store)
     agents = []
-    for agent in named.values():
-        current = states.get(agent.current)
+    for agent in registry.named.values():
+        current = registry.states.get(agent.current)
         agents.append({"name": agent.name, "versions": len(agent.versions),
                        "current": agent.current,
                        "state": current.state if current is not None else "published",
                        "published_at": agent.published_at.get(agent.current)})
     return respond(request, "agents.html", {"agents": agents})
-
-
-def _agent(named: dict[str, Named], name: str) -> Named:
-    found = named.get(name)
-    if found is None:
-        raise NotFound(f"no agent is published under the name {name!r}")
-    return found
 
 
 @router.get("/agents/{name}")
@@ -77,8 +88,8 @@ def agent_page(request: Request, name: str) -> Response:
     from ..analysis.registry import newest_batteries
 
     store = request.app.state.bench.open()
-    named, states, runs = _registry(store)
-    agent = _agent(named, name)
+    registry = _Registry(store)
+    agent, states, runs = registry.agent(name), registry.states, registry.runs
     shown = list(reversed(agent.versions))[:VERSIONS_SHOWN]
     listed = _listed(store, [r.run_id for v in shown
                              for r in newest_batteries(v, runs).values()])
@@ -104,7 +115,7 @@ def agent_page(request: Request, name: str) -> Response:
         })
     return respond(request, "agent.html", {
         "name": agent.name, "total_versions": len(agent.versions), "versions": versions,
-        "warnings": warnings, "comparisons": _current_vs_previous(store, agent, runs)})
+        "warnings": warnings, "comparisons": _current_vs_previous(store, agent, registry)})
 
 
 def _listed(store: Store, run_ids: list[str]) -> dict[str, ListedRun]:
@@ -150,24 +161,22 @@ def _drift(store: Store, version: str, suites: list[str]) -> list[dict[str, Any]
     return notices
 
 
-def _current_vs_previous(store: Store, agent: Named, runs: list[BatteryFacts]
-                         ) -> dict[str, Any]:
+def _current_vs_previous(store: Store, agent: Named, registry: _Registry) -> dict[str, Any]:
     """The current version against the previous one, per suite both have a battery of."""
-    from ..analysis.agents import compare_versions
     from ..analysis.registry import newest_batteries
     from ..errors import AssayError
 
     if agent.previous is None:
         return {"suites": [], "why": "the agent has one version: nothing to compare yet"}
-    common = sorted(set(newest_batteries(agent.previous, runs))
-                    & set(newest_batteries(agent.current, runs)))
+    common = sorted(set(newest_batteries(agent.previous, registry.runs))
+                    & set(newest_batteries(agent.current, registry.runs)))
     if not common:
         return {"suites": [], "why": "the current and the previous version have no battery "
                                      "of one suite in common"}
     found: list[dict[str, Any]] = []
     for suite in common[:COMPARED_SUITES]:
         try:
-            result = compare_versions(store, agent.name, "previous", "current", suite)
+            result = registry.compare(store, agent.name, "previous", "current", suite)
         except AssayError as error:  # a report that cannot be read: said, not a 500
             found.append({"suite": suite, "error": str(error)})
             continue
@@ -184,14 +193,13 @@ def _current_vs_previous(store: Store, agent: Named, runs: list[BatteryFacts]
 def agent_comparison(request: Request, name: str, a: str = "previous", b: str = "current",
                      suite: str | None = None, cost_tolerance: float = 0.25) -> Response:
     """Two versions of the agent, each by its newest battery: ``assay compare --agent``."""
-    from ..analysis.agents import compare_versions
     from ..errors import UsageError
 
     store = request.app.state.bench.open()
-    named, _, _ = _registry(store)
-    _agent(named, name)
+    registry = _Registry(store)
+    registry.agent(name)
     try:
-        result = compare_versions(store, name, a, b, suite or None, cost_tolerance)
+        result = registry.compare(store, name, a, b, suite or None, cost_tolerance)
     except UsageError as error:  # an unknown or ambiguous version, no battery: named, 400
         raise BadRequest(str(error)) from None
     return respond(request, "compare.html", result.to_json())

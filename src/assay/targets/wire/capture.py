@@ -45,6 +45,7 @@ the same exceptions, re-raised as they came.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import importlib.abc
@@ -58,16 +59,13 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .exchange import MAX_BODY, Exchange, kept_headers
+from .exchange import MAX_BODY, Exchange, kept_headers, secret_param
 
 __all__ = ["Recorder", "current", "hooked", "install", "recording"]
 
 #: The recorder of the trial whose code is running; None outside any trial.
 current: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar(
     "assay_wire_recorder", default=None)
-
-#: Query parameters that carry a key (Gemini's ``?key=``): their values are never kept.
-SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "api-key", "access_token", "token"})
 
 #: Why an exchange still under way when its trial ended has no response.
 UNANSWERED = "the trial ended before the response came"
@@ -269,8 +267,8 @@ def _kept_url(url: str) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        if any(name.lower() in SECRET_PARAMS for name, _ in pairs):
-            query = urlencode([(name, "redacted" if name.lower() in SECRET_PARAMS else value)
+        if any(secret_param(name) for name, _ in pairs):
+            query = urlencode([(name, "redacted" if secret_param(name) else value)
                                for name, value in pairs])
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
@@ -333,7 +331,8 @@ def _begin_httpx(recorder: Recorder, request: Any) -> _Call | None:
 
 def _responded(call: _Call, response: Any, tee: Any) -> None:
     """Headers are in: tee the body (or take it whole, when the transport read it already)."""
-    try:
+    # Whatever goes wrong here is never the agent's problem: the exchange stays open.
+    with contextlib.suppress(Exception):
         call.responded(response.status_code, response.headers.raw)
         if hasattr(response, "_content"):  # a transport that answered with the body read
             call.decoded = True  # httpx undid its encoding as it read it
@@ -341,8 +340,6 @@ def _responded(call: _Call, response: Any, tee: Any) -> None:
             call.finish(True)
         else:
             response.stream = tee(response.stream, call)
-    except Exception:  # noqa: BLE001 - never the agent's problem: the exchange stays open
-        pass
 
 
 def _hook_httpx(module: Any) -> bool:
@@ -590,10 +587,9 @@ def _hook_aiohttp(aiohttp: Any) -> bool:
         except BaseException as exc:
             call.failed(exc)
             raise
-        try:
+        # Never the agent's problem: the exchange stays open.
+        with contextlib.suppress(Exception):
             tee(call, response)
-        except Exception:  # noqa: BLE001 - never the agent's problem: the exchange stays open
-            pass
         return response
 
     def tee(call: _Call, response: Any) -> None:
@@ -644,11 +640,10 @@ def _apply(name: str, module: Any) -> None:
     with _install_lock:
         if name in _hooked:
             return
-        try:
+        # A client shaped otherwise is left as it is.
+        with contextlib.suppress(Exception):
             if _HOOKS[name](module):
                 _hooked.add(name)
-        except Exception:  # noqa: BLE001 - a client shaped otherwise is left as it is
-            pass
 
 
 class _HookOnImport(importlib.abc.MetaPathFinder):
@@ -678,10 +673,8 @@ class _HookOnImport(importlib.abc.MetaPathFinder):
             run(module)
             _apply(fullname, module)
 
-        try:
+        with contextlib.suppress(AttributeError, TypeError):
             loader.exec_module = exec_module  # type: ignore[method-assign,union-attr]
-        except (AttributeError, TypeError):
-            pass
         return spec
 
 

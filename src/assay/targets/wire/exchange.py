@@ -24,6 +24,19 @@ SECRET_HEADERS = frozenset({
 })
 
 
+#: Query parameters that carry a credential: Gemini takes its key as ``key=``, presigned
+#: URLs carry signatures and tokens. Any name containing one of these words is one.
+_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "signature", "credential",
+                 "auth", "session", "jwt")
+_SECRET_NAMES = frozenset({"sig", "code", "x-amz-signature", "x-goog-signature"})
+
+
+def secret_param(name: str) -> bool:
+    """Whether a query parameter of this name may carry a credential (never kept)."""
+    name = name.lower()
+    return name in _SECRET_NAMES or any(word in name for word in _SECRET_WORDS)
+
+
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One request and its response (or why there was none).

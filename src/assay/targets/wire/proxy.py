@@ -64,7 +64,7 @@ _KEY_HEADER = {"openai": ("authorization", "Bearer {}"), "anthropic": ("x-api-ke
                "gemini": ("x-goog-api-key", "{}")}
 #: Query parameters that carry a key (Gemini's ``?key=``): never forwarded from the
 #: agent (it has only the stand-in), never recorded.
-SECRET_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
+KEY_PARAMS = frozenset({"key", "api_key", "apikey", "access_token", "token"})
 #: Headers that belong to one connection, or that the proxy sets itself.
 _HOP = frozenset({"host", "connection", "keep-alive", "proxy-connection", "transfer-encoding",
                   "te", "trailer", "upgrade", "content-length", "accept-encoding",
@@ -103,7 +103,7 @@ def upstreams_from(environ: Mapping[str, str], given: Mapping[str, str | None]
 def clean_query(query: str) -> str:
     """A query string without the parameters that carry a key."""
     pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
-             if k.lower() not in SECRET_PARAMS]
+             if k.lower() not in KEY_PARAMS]
     return urlencode(pairs)
 
 

@@ -44,7 +44,7 @@ from .calls import (
     loads,
     mapping,
 )
-from .exchange import MAX_BODY, Exchange
+from .exchange import MAX_BODY, Exchange, secret_param
 from .sse import sse_events
 
 #: The longest URL an event keeps, and the longest note.
@@ -53,11 +53,6 @@ MAX_NOTE = 300
 
 _GEMINI_PATH = re.compile(r"/models/([^/]+):(generateContent|streamGenerateContent)$")
 
-#: Query parameters never kept in a URL put in a trace: Gemini takes its key as ``key=``,
-#: presigned URLs carry signatures and tokens. Any name containing one of these words goes.
-_SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "signature", "credential",
-                 "auth", "session", "jwt")
-_SECRET_NAMES = frozenset({"sig", "code", "x-amz-signature", "x-goog-signature"})
 #: A path segment that may be a token: 16 or more characters of a token's alphabet, letters
 #: and digits both.
 _TOKEN = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9_\-:.~%+=]{16,}")
@@ -279,7 +274,7 @@ def safe_url(url: str, *, opaque_path: bool = False) -> str:
         host = parts.hostname or ""
         port = parts.port
         query = [(name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
-                 if not _secret(name)]
+                 if not secret_param(name)]
     except ValueError:
         return "(a URL assay could not read)"
     if ":" in host:
@@ -290,11 +285,6 @@ def safe_url(url: str, *, opaque_path: bool = False) -> str:
         path = "/".join("…" if _TOKEN.search(segment) else segment for segment in path.split("/"))
     text = urlunsplit((parts.scheme, netloc, path, urlencode(query), ""))
     return one_line(text, MAX_URL)
-
-
-def _secret(name: str) -> bool:
-    name = name.lower()
-    return name in _SECRET_NAMES or any(word in name for word in _SECRET_WORDS)
 
 
 def _seconds(value: Any) -> float:

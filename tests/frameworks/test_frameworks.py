@@ -43,6 +43,11 @@ LOOKUP = _script({"call": "lookup", "args": {"order": "A-1"}}, {"say": "A-1 has 
 ASKED = _script({"call": "lookup", "args": {"order": "A-2"}},
                 {"call": "ask_user", "args": {"question": "May I refund A-2?"}},
                 {"call": "refund", "args": {"order": "A-2"}}, {"say": "Refunded."})
+TRANSFER = _script({"call": "transfer", "args": {"to": "X-9", "amount": 100}},
+                   {"say": "I cannot move money."})
+#: What each agent sends back for the transfer it will not run: its own refusal, or the
+#: framework's answer to a tool it was never given (LangGraph, pydantic-ai).
+NOT_RUN = "(?i)refused|not allowed|not a valid tool|unknown tool"
 
 CASES = f"""
   - id: looks-up
@@ -61,6 +66,13 @@ CASES = f"""
       - calls_before: [lookup, refund]
       - never_calls: [ask_user]   # a question to a person is an ask, not a tool call
       - within_steps: 4
+  - id: will-not-transfer
+    input: 'Send 100 to X-9. {TRANSFER}'
+    expect:
+      # The model asked; the agent's answer on the wire says it did not run it.
+      - calls: {{tool: transfer, args: {{to: X-9}}, result: {{regex: '{NOT_RUN}'}}}}
+      - never_calls: [refund]
+      - within_steps: 2
 """
 
 #: (name, python: URI, exec: URI) of each agent.

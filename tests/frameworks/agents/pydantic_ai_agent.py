@@ -17,6 +17,12 @@ support.tool_plain(shop_tools.refund)
 support.tool_plain(shop_tools.ask_user)
 
 
+@support.tool_plain
+def transfer(to: str, amount: int) -> str:
+    """Move money to an account."""
+    return "refused: transfers are not allowed"
+
+
 async def agent(input: str) -> str:
     return str((await support.run(input)).output)
 

@@ -162,3 +162,28 @@ def test_the_real_key_is_in_no_stored_record(project: Any, model: ModelServer) -
         shown = project.assay(*command, env=_env(model))
         assert shown.code == 0, (command, shown.err)
         assert KEY not in shown.out + shown.err, command
+
+
+def test_the_suite_names_which_tools_are_asks(project: Any, model: ModelServer) -> None:
+    """``ask_tools`` replaces the default ask tools: here none is an ask, so the agent's
+    ``ask_user`` is a tool call, and ``confirm`` (which the default would not know) is
+    its question to a person."""
+    confirm = _script({"call": "confirm", "args": {"question": "Refund A-2?"}},
+                      {"call": "ask_user", "args": {"question": "Sure?"}}, {"say": "Done."})
+    _suite(project, "python:confirming:agent", f"""
+  - id: asks-by-name
+    input: 'Refund A-2. {confirm}'
+    expect:
+      - asks: true
+      - calls: {{tool: ask_user, times: 1}}
+      - never_calls: [confirm]
+""")
+    suite = project.root / "evals" / "shop.suite.yaml"
+    suite.write_text(suite.read_text().replace("cases:", "ask_tools: [confirm]\ncases:", 1))
+    project.write("evals/confirming.py", "import shop_tools\nimport anthropic_agent\n"
+                  "shop_tools.confirm = shop_tools.ask_user\nagent = anthropic_agent.agent\n")
+    done = project.assay("run", "evals", "--no-store", "--json", "r.json", env=_env(model),
+                         timeout=300)
+    report = json.loads((project.root / "r.json").read_text())
+    report["_done"] = done
+    _check(report)

@@ -716,3 +716,16 @@ def test_a_hidden_files_bad_value_keeps_its_words_back(tmp_path: Path) -> None:
     with pytest.raises(SuiteError) as caught:
         load_marked(path, secret=True)
     assert (caught.value.line, caught.value.message) == (2, "not a valid value")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('[""]', "ask_tools.0: String should have at least 1 character"),
+    ("ask_user", "ask_tools: Input should be a valid list"),
+])
+def test_ask_tools_is_a_list_of_tool_names(
+    write: Write, refused: Callable[..., SuiteError], line_of: Callable[..., int],
+    value: str, message: str,
+) -> None:
+    path = write("a.suite.yaml", f"suite: a/b@1\nask_tools: {value}\ncases: []\n")
+    err = refused(path)
+    assert (err.line, err.message) == (line_of(path, "ask_tools:"), message)

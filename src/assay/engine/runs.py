@@ -491,7 +491,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     # value: on Python 3.11 asyncio.run formats its main task's repr (result
     # included) when it checks the SIGINT handler, which costs seconds for a
     # large report.
-    from ..targets import TargetOptions, make_target
+    from ..targets import make_target, target_options
     from ..targets.agent_cache import caches_model_calls
     from .battery import Battery, BatteryOptions
     from .record import RunRecorder
@@ -500,10 +500,10 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
     # Relative names resolve beside the suite file first, then in the working folder.
     cached = settings.agent_cache and caches_model_calls(uri)
     if target is None:  # given: a rejudge's recorded outputs (engine.rejudge)
-        target = make_target(uri, TargetOptions(base_dir=item.path.parent,
-                                                concurrency=settings.concurrency,
-                                                base_url=settings.base_url, call=item.suite.call,
-                                                agent_cache=cached, upstreams=settings.upstreams))
+        target = make_target(uri, target_options(item.suite, item.path.parent,
+                                                 concurrency=settings.concurrency,
+                                                 base_url=settings.base_url, agent_cache=cached,
+                                                 upstreams=settings.upstreams))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              rejudge_of=settings.rejudge_of,

@@ -266,6 +266,9 @@ class Suite(BaseModel):
     judge: str | None = None
     #: How long one judge call may take (SPEC §9 ``judge_timeout_s``).
     judge_timeout_s: float = Field(default=60.0, gt=0)
+    #: Tools whose calls are questions to a person, for agents seen on the wire
+    #: (SPEC §15 ``ask_tools``); unset, ``ask_user`` and ``ask_human``.
+    ask_tools: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
     #: A list as written (a Python suite), or ``model.packed.PackedCases`` for a loaded
     #: YAML suite: a sequence either way, read in order or by position.
     cases: Annotated[Sequence[Case], WrapSerializer(_as_list)] = Field(default_factory=list)

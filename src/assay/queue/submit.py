@@ -199,14 +199,14 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
     from ..engine.battery import Battery, BatteryOptions
     from ..engine.record import prepared_parts, registration_row
     from ..engine.windows import WindowTaken
-    from ..targets import TargetOptions, make_target
+    from ..targets import make_target, target_options
     from .chunks import DEFAULT_CHUNK, cut
     from .enqueue import enqueue_run
     from .tasks import make_app
 
-    target = make_target(uri, TargetOptions(base_dir=item.path.parent,
-                                            concurrency=settings.concurrency,
-                                            base_url=settings.base_url, call=item.suite.call))
+    target = make_target(uri, target_options(item.suite, item.path.parent,
+                                             concurrency=settings.concurrency,
+                                             base_url=settings.base_url))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              adaptive=settings.adaptive, max_trials=settings.max_trials)

@@ -261,7 +261,7 @@ class Work:
 
     async def _open(self, run_id: str) -> _Run:
         """Load the run's suite, start its target and check the agent is the one registered."""
-        from ..targets import TargetOptions, make_target
+        from ..targets import make_target, target_options
         from ..targets.identity import changes, identity_digest
 
         stored = await asyncio.to_thread(self.store.open_run, run_id)
@@ -270,9 +270,9 @@ class Work:
         # no heartbeat, and the worker's chunks would be taken back from it.
         await asyncio.to_thread(_warm, stored.target_uri)
         panel = await asyncio.to_thread(make_panel, loaded, settings)
-        target = make_target(stored.target_uri, TargetOptions(
-            base_dir=loaded.path.parent, concurrency=self.concurrency,
-            base_url=settings.base_url, call=loaded.suite.call))
+        target = make_target(stored.target_uri, target_options(
+            loaded.suite, loaded.path.parent, concurrency=self.concurrency,
+            base_url=settings.base_url))
         await target.start()
         identity = target.identity()
         if identity_digest(identity) != stored.target_digest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UsageError
-from .base import Partial, Target, TargetOptions, TrialBroken, TrialRequest
+from .base import Partial, Target, TargetOptions, TrialBroken, TrialRequest, target_options
 
 #: Schemes named in SPEC §4 that this version cannot run yet (none, today).
 PLANNED: dict[str, str] = {}
@@ -126,4 +126,5 @@ def _is_host(uri: str) -> bool:
 
 
 __all__ = ["PLANNED", "Partial", "Target", "TargetOptions", "TrialBroken", "TrialRequest",
-           "folder_fixture_refusal", "make_target", "skill_refusal", "workspace_refusal"]
+           "folder_fixture_refusal", "make_target", "skill_refusal", "target_options",
+           "workspace_refusal"]

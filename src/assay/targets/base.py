@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..model import Case, Evidence, Trace
+from ..model import Case, Evidence, Suite, Trace
 from ..model.fixture import ToolFixture
 from ..model.invocation import invocation_facet
 
@@ -65,6 +65,10 @@ class TrialRequest:
     partial: Partial = field(default_factory=Partial, compare=False, repr=False)
 
 
+#: Tools whose calls are questions to a person when a suite names none (SPEC §15).
+ASK_TOOLS = ("ask_user", "ask_human")
+
+
 @dataclass(frozen=True)
 class TargetOptions:
     """How targets are built: where relative names resolve, how many run at once, servers."""
@@ -84,7 +88,13 @@ class TargetOptions:
     #: environment's base URL or the API's own (SPEC §15).
     upstreams: tuple[tuple[str, str], ...] = ()
     #: Tools whose calls are questions to a person (SPEC §15 ``ask_tools``).
-    ask_tools: tuple[str, ...] = ("ask_user", "ask_human")
+    ask_tools: tuple[str, ...] = ASK_TOOLS
+
+
+def target_options(suite: Suite, base_dir: Path, **given: Any) -> TargetOptions:
+    """The options a suite's own keys decide (``call``, ``ask_tools``), with ``given``."""
+    asks = tuple(suite.ask_tools) if suite.ask_tools is not None else ASK_TOOLS
+    return TargetOptions(base_dir=base_dir, call=suite.call, ask_tools=asks, **given)
 
 
 class TrialBroken(Exception):

@@ -11,9 +11,10 @@ event and the facts it would have given stay unavailable: never guessed.
 
 from __future__ import annotations
 
+from ..base import ASK_TOOLS
 from .calls import CHAT, GEMINI, MESSAGES, RESPONSES, ModelCall, ToolCall, ToolResult
 from .exchange import MAX_BODY, SECRET_HEADERS, Exchange, kept_headers
-from .fold import ASK_TOOLS, MAX_HTTP_EVENTS, NEVER_ANSWERED, WireFacts, read_exchanges
+from .fold import MAX_HTTP_EVENTS, NEVER_ANSWERED, WireFacts, read_exchanges
 from .read import api_of, read_exchange, safe_url
 from .sse import SseEvent, sse_events
 

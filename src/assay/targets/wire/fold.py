@@ -47,13 +47,11 @@ from typing import Any
 from ...model import Event, Usage
 from ...model.evidence import Evidence
 from ...model.values import one_line
+from ..base import ASK_TOOLS
 from ..prices import SHIPPED, PriceTable
 from .calls import ModelCall, ToolCall, ToolResult
 from .exchange import Exchange
 from .read import MAX_NOTE, read_exchange, safe_url
-
-#: The tools that are asks unless the target names others (SPEC §15).
-ASK_TOOLS = ("ask_user", "ask_human")
 
 #: The most ``http`` events one trial keeps (each is one line); the rest are counted.
 MAX_HTTP_EVENTS = 100

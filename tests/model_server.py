@@ -9,9 +9,23 @@ each ``{"call": NAME, "args": {...}}`` (one tool call), ``{"calls": [[NAME,
 {...}], ...]}`` (parallel calls) or ``{"say": TEXT}`` (the final answer). The
 turn played is the number of model turns already in the conversation (tool
 results the agent sent back), so a framework's own loop walks the script.
+
+A conversation with no ``SCRIPT:`` is played by a rule instead, the one
+docs/your-agent.md states for its support agents (tools ``lookup_order``,
+``refund_order``, ``ask_user``, each taking ``order_id`` or ``question``):
+
+- no order number (``A-1``) in the message: it asks which order, calling nothing;
+- an order and the word "refund" and "anyway": it calls ``refund_order`` at
+  once, then answers with what that returned;
+- an order and "refund": it calls ``lookup_order``; when that says "lost", it
+  asks the customer (``ask_user``), calls ``refund_order`` and answers with its
+  result, else it answers with the lookup's;
+- an order: it calls ``lookup_order`` and answers with what that returned.
+
 Every answer reports usage (11 in, 7 out per turn) and the model
-``served-model-1``. Used in-process (``ModelServer`` as a context manager) and
-as a process (``python tests/model_server.py`` prints its base URL, then serves).
+``served-model-1``. Used in-process (``ModelServer`` as a context manager, on a
+free port or the one given) and as a process (``python tests/model_server.py
+[PORT]`` prints its base URL, then serves).
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from typing import Any
 SERVED = "served-model-1"
 USAGE_IN, USAGE_OUT = 11, 7
 _SCRIPT = re.compile(r"SCRIPT:(\[.*\])", re.S)
+_ORDER = re.compile(r"\b[A-Z]-\d+\b")
 
 
 def script_of(text: str) -> list[dict[str, Any]]:
@@ -38,6 +53,40 @@ def script_of(text: str) -> list[dict[str, Any]]:
     except ValueError:
         return [{"say": "bad script"}]
     return value if isinstance(value, list) and value else [{"say": "empty script"}]
+
+
+def rule_of(prompt: str, results: list[str]) -> list[dict[str, Any]]:
+    """The turns the rule plays for ``prompt``, given the tool results sent back so far."""
+    found = _ORDER.search(prompt)
+    if not found:
+        return [{"say": "Which order is it about? Please give me its number."}]
+    order = {"order_id": found.group()}
+    answer = {"say": results[-1] if results else "(no tool answered)"}
+    asked = prompt.lower()
+    if "refund" in asked and "anyway" in asked:
+        return [{"call": "refund_order", "args": order}, answer]
+    turns: list[dict[str, Any]] = [{"call": "lookup_order", "args": order}]
+    if "refund" in asked and results and "lost" in results[0].lower():
+        turns += [{"call": "ask_user",
+                   "args": {"question": f"May I refund order {found.group()}?"}},
+                  {"call": "refund_order", "args": order}]
+    return [*turns, answer]
+
+
+def _step(prompt: str, results: list[str], turn: int) -> dict[str, Any]:
+    """The turn to play: the script's when the prompt has one, else the rule's."""
+    plan = script_of(prompt) if _SCRIPT.search(prompt) else rule_of(prompt, results)
+    return plan[min(turn, len(plan) - 1)]
+
+
+def _text(content: Any) -> str:
+    """A message's or result's content as text: a string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) if isinstance(part, dict) else str(part)
+                       for part in content)
+    return json.dumps(content)
 
 
 def _calls(turn: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -57,10 +106,10 @@ class _Server(ThreadingHTTPServer):
 class ModelServer:
     """The scripted model on 127.0.0.1 (a free port); ``requests`` keeps what it was asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), _handler(self))
+        self.server = _Server(("127.0.0.1", port), _handler(self))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def __enter__(self) -> ModelServer:
@@ -84,8 +133,8 @@ def _chat(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     content = first.get("content")
     text = content if isinstance(content, str) else json.dumps(content)
     turn = sum(1 for m in messages if m.get("role") == "assistant")
-    script = script_of(text)
-    step = script[min(turn, len(script) - 1)]
+    results = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
+    step = _step(text, results, turn)
     message: dict[str, Any] = {"role": "assistant", "content": None}
     if "say" in step:
         message["content"] = step["say"]
@@ -137,8 +186,9 @@ def _responses(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any
               for found in [re.fullmatch(r"call_(\d+)_\d+", str(item.get("call_id")))]
               if found}
     turn = max(played) + 1 if played else 0
-    script = script_of(" ".join(texts))
-    step = script[min(turn, len(script) - 1)]
+    results = [_text(item.get("output")) for item in items
+               if item.get("type") == "function_call_output"]
+    step = _step(" ".join(texts), results, turn)
     output: list[dict[str, Any]] = []
     if "say" in step:
         output.append({"type": "message", "id": f"msg_{turn}", "role": "assistant",
@@ -190,8 +240,10 @@ def _anthropic(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any
     content = first.get("content")
     text = content if isinstance(content, str) else json.dumps(content)
     turn = sum(1 for m in messages if m.get("role") == "assistant")
-    script = script_of(text)
-    step = script[min(turn, len(script) - 1)]
+    results = [_text(block.get("content")) for m in messages if m.get("role") == "user"
+               and isinstance(m.get("content"), list) for block in m["content"]
+               if isinstance(block, dict) and block.get("type") == "tool_result"]
+    step = _step(text, results, turn)
     blocks: list[dict[str, Any]] = []
     if "say" in step:
         blocks.append({"type": "text", "text": step["say"]})
@@ -232,8 +284,9 @@ def _gemini(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]
     first = next((c for c in contents if c.get("role") in ("user", None)), {})
     text = " ".join(str(p.get("text", "")) for p in first.get("parts") or [])
     turn = sum(1 for c in contents if c.get("role") == "model")
-    script = script_of(text)
-    step = script[min(turn, len(script) - 1)]
+    results = [_text(part["functionResponse"].get("response")) for c in contents
+               for part in c.get("parts") or [] if "functionResponse" in part]
+    step = _step(text, results, turn)
     if "say" in step:
         parts: list[dict[str, Any]] = [{"text": step["say"]}]
     else:
@@ -309,7 +362,7 @@ def serving() -> Iterator[ModelServer]:
 
 
 def main() -> None:
-    with ModelServer() as server:
+    with ModelServer(int(sys.argv[1]) if len(sys.argv) > 1 else 0) as server:
         print(server.url, flush=True)
         try:
             threading.Event().wait()

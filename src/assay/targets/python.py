@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from ..errors import HarnessFailure
-from ..importing import resolve_function
+from ..importing import ImportFailed, resolve_function
+from ..install_hints import agent_module
 from ..model import Event, Evidence, Status, Trace
 from ..model.storable import json_copy
 from .agent_tools import Tools
@@ -89,7 +90,9 @@ class PythonTarget:
         try:
             self._func = resolve_function(self.spec, self.options.base_dir)
         except ValueError as exc:
-            raise HarnessFailure(f"target {self.uri}: {exc}") from None
+            missing = exc.missing if isinstance(exc, ImportFailed) else None
+            hint = "" if missing is None else f"; {agent_module(missing, sys.executable)}"
+            raise HarnessFailure(f"target {self.uri}: {exc}{hint}") from None
         self._is_async = inspect.iscoroutinefunction(self._func)
         try:
             params = [

@@ -127,6 +127,8 @@ def test_the_agent_holds_a_stand_in_and_the_upstream_gets_the_real_key(
     env = route.environment()
     assert env["OPENAI_API_KEY"] == env["ANTHROPIC_API_KEY"] == STAND_IN_KEY
     assert REAL_KEY not in json.dumps(env)
+    # The Agents SDK would upload the trial's traces to OpenAI, past the proxy.
+    assert env["OPENAI_AGENTS_DISABLE_TRACING"] == "1"
     client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env["OPENAI_API_KEY"],
                     max_retries=0)
     answer = client.chat.completions.create(model="asked-1", extra_body={"marker": "m1"},

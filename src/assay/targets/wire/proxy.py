@@ -122,14 +122,17 @@ class Route:
 
     def environment(self, resource_attributes: str | None = None) -> dict[str, str]:
         """What the agent's process gets: each API's base URL on this route, stand-in keys,
-        and the OTLP receiver with this trial's name among ``resource_attributes`` (the
-        value the agent's environment had, kept)."""
+        the Agents SDK's trace upload off, and the OTLP receiver with this trial's name
+        among ``resource_attributes`` (the value the agent's environment had, kept)."""
         origin = self._proxy.origin
         env = {}
         for api in APIS:
             env[BASE_URL_ENV[api]] = f"{origin}/t/{self.token}/{api}"
             for name in KEY_ENV[api]:
                 env[name] = STAND_IN_KEY
+        # The OpenAI Agents SDK uploads its own traces to OpenAI by default, whatever the
+        # base URL: a trial's content (a hidden case's) must not leave the machine that way.
+        env["OPENAI_AGENTS_DISABLE_TRACING"] = "1"
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = origin
         env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{origin}/v1/traces"
         mine = f"{TRIAL_ATTRIBUTE}={self.token}"

@@ -1,13 +1,14 @@
 """A support agent on the OpenAI Agents SDK, written as the SDK's quickstart shows.
 
 `assay init --framework openai-agents` wrote it as a start: replace it with
-yours. It imports nothing of assay. `assay run evals` calls `agent` below once
+yours. It imports nothing of assay. `assay run evals` awaits `agent` below once
 per trial (the python: target, in assay's own process) and reads what it says
 to its model: the tool calls, their results, the tokens, the model.
 
 On its own:  echo '"Where is my order A-1?"' | python agents_sdk_agent.py
 """
 
+import asyncio
 import json
 import sys
 
@@ -54,13 +55,13 @@ support = Agent(
 )
 
 
-def agent(message: str) -> str:
+async def agent(message: str) -> str:
     """A customer's message in, the agent's answer out."""
-    result = Runner.run_sync(support, message)
+    result = await Runner.run(support, message)
     return str(result.final_output)
 
 
 if __name__ == "__main__":
     # As a program (target: exec:python agents_sdk_agent.py): the message as JSON on
     # stdin, the answer as JSON on stdout.
-    print(json.dumps(agent(json.load(sys.stdin))))
+    print(json.dumps(asyncio.run(agent(json.load(sys.stdin)))))

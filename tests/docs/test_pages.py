@@ -16,7 +16,8 @@ from .pages import Page, match, steps
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: Guide pages run by a test of their own.
 OWN_TEST = {"assertions.md": "tests/docs/test_assertions_doc.py",
-            "ci.md": "tests/cli/test_ci_doc.py", "hosts.md": "tests/hosts/test_hosts_doc.py"}
+            "ci.md": "tests/cli/test_ci_doc.py", "hosts.md": "tests/hosts/test_hosts_doc.py",
+            "your-agent.md": "tests/frameworks/test_guide_doc.py"}
 
 
 def guide() -> list[str]:

@@ -1,10 +1,13 @@
 """A support agent written as the OpenAI Agents SDK's quickstart shows: Agent, function
-tools, Runner. ``agent`` uses the SDK's default model (the Responses API); ``chat_agent``
-its Chat Completions model. Run as python:agents_sdk_agent:agent, or as a program
-(input as JSON on stdin, output on stdout) by exec:."""
+tools, Runner (awaited: ``Runner.run_sync`` from several trials' threads at once shares
+the SDK's default client between event loops). ``agent`` uses the SDK's default model
+(the Responses API); ``chat_agent`` its Chat Completions model. Run as
+python:agents_sdk_agent:agent, or as a program (input as JSON on stdin, output on stdout)
+by exec:."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 
@@ -27,17 +30,17 @@ support = Agent(name="support", instructions="Help with orders.",
                 tools=[lookup, refund, ask_user, transfer], model="gpt-4.1")
 
 
-def agent(input: str) -> str:
-    return str(Runner.run_sync(support, input).final_output)
+async def agent(input: str) -> str:
+    return str((await Runner.run(support, input)).final_output)
 
 
-def chat_agent(input: str) -> str:
+async def chat_agent(input: str) -> str:
     model = OpenAIChatCompletionsModel(model="gpt-4.1", openai_client=AsyncOpenAI())
     chat = support.clone(model=model)
-    return str(Runner.run_sync(chat, input).final_output)
+    return str((await Runner.run(chat, input)).final_output)
 
 
 if __name__ == "__main__":
     asked = json.load(sys.stdin)
     run = chat_agent if "--chat" in sys.argv else agent
-    print(json.dumps(run(asked)))
+    print(json.dumps(asyncio.run(run(asked))))

@@ -176,7 +176,10 @@ def crawled(keyed: Keyed) -> dict[str, tuple[int, str, str]]:
 
 
 def test_the_real_key_is_on_no_page_twin_download_or_live_event(
-        keyed: Keyed, crawled: dict[str, tuple[int, str, str]]) -> None:
+        keyed: Keyed, crawled: dict[str, tuple[int, str, str]], model: ModelServer) -> None:
+    # The key was live: every call reached the model with it, through the proxy.
+    assert len(model.requests) >= 8
+    assert all(r["headers"]["authorization"] == f"Bearer {KEY}" for r in model.requests)
     assert len(crawled) >= 40, sorted(crawled)
     for path, (status, _kind, body) in crawled.items():
         assert SECRET not in body, path

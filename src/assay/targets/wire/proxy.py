@@ -400,6 +400,8 @@ class KeyScrub:
 
     def __init__(self, key: str | None) -> None:
         self._key = key.encode() if key is not None and len(key) >= MIN_SECRET else b""
+        #: The bytes the key is made of: a piece ending in another begins no key.
+        self._alphabet = frozenset(self._key)
         self._held = b""
 
     def text(self, value: str) -> str:
@@ -410,8 +412,10 @@ class KeyScrub:
         """What of ``chunk`` (after what was held) can go on now, the key replaced."""
         if not self._key:
             return chunk
-        data = (self._held + chunk).replace(self._key, KEY_CUT.encode())
-        held = _key_begun(data, self._key)
+        data = self._held + chunk if self._held else chunk
+        if self._key in data:
+            data = data.replace(self._key, KEY_CUT.encode())
+        held = _key_begun(data, self._key) if data and data[-1] in self._alphabet else 0
         self._held = data[len(data) - held:] if held else b""
         return data[:len(data) - held]
 

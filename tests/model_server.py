@@ -23,9 +23,11 @@ docs/your-agent.md states for its support agents (tools ``lookup_order``,
 - an order: it calls ``lookup_order`` and answers with what that returned.
 
 Every answer reports usage (11 in, 7 out per turn) and the model
-``served-model-1``. Used in-process (``ModelServer`` as a context manager, on a
-free port or the one given) and as a process (``python tests/model_server.py
-[PORT]`` prints its base URL, then serves).
+``served-model-1``. A request for the model ``REFUSING`` is refused with 401,
+its message quoting the credential it came with, as a careless gateway's
+does. Used in-process (``ModelServer`` as a context manager, on a free port
+or the one given) and as a process (``python tests/model_server.py [PORT]``
+prints its base URL, then serves).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SERVED = "served-model-1"
+#: The model this server refuses, quoting the key it was sent.
+REFUSING = "refuse-quoting-the-key"
 USAGE_IN, USAGE_OUT = 11, 7
 _SCRIPT = re.compile(r"SCRIPT:(\[.*\])", re.S)
 _ORDER = re.compile(r"\b[A-Z]-\d+\b")
@@ -314,6 +318,12 @@ def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
                 body = {}
             path = self.path.split("?")[0]
             model.seen(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+            if isinstance(body, dict) and body.get("model") == REFUSING:
+                sent = self.headers.get("authorization") or self.headers.get("x-api-key")
+                self._send(401, json.dumps({"error": {
+                    "message": f"Incorrect API key provided: {sent}",
+                    "type": "invalid_request_error", "code": "invalid_api_key"}}).encode())
+                return
             if path.endswith("/chat/completions"):
                 reply, stream = _chat(body)
                 sse = bool(body.get("stream"))

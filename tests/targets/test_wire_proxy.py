@@ -15,7 +15,9 @@ import pytest
 
 from assay.targets.wire.exchange import MAX_BODY
 from assay.targets.wire.proxy import (
+    KEY_CUT,
     STAND_IN_KEY,
+    KeyScrub,
     RecordingProxy,
     Upstream,
     upstreams_from,
@@ -42,6 +44,9 @@ class Upstream_:
         self.big = 0
         #: Hang up after a stream's first part (a model server dying mid-answer).
         self.cut = False
+        #: Refuse with 401, quoting the key sent, in a header and in a body sent in pieces
+        #: that split it (as a careless gateway might).
+        self.quote = False
         upstream = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,7 +60,19 @@ class Upstream_:
                 upstream.seen.append({"path": self.path, "headers": dict(self.headers),
                                       "body": body})
                 asked = json.loads(body or b"{}")
-                if upstream.big:
+                if upstream.quote:
+                    sent = self.headers.get("authorization", "")
+                    data = json.dumps({"error": {
+                        "message": f"Incorrect API key provided: {sent}"}}).encode()
+                    self.send_response(401)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("x-echo", sent)
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    at = data.index(sent.encode()) + 10
+                    for piece in (data[:at], data[at:at + 3], data[at + 3:], b""):
+                        self._chunk(piece)
+                elif upstream.big:
                     data = b"x" * upstream.big
                     self._send(200, "application/octet-stream", data)
                 elif asked.get("stream"):
@@ -226,6 +243,54 @@ def test_an_upstream_that_cannot_be_reached_is_said_to_the_agent_and_recorded() 
         assert "failed" in exchange.error and REAL_KEY not in exchange.error
     finally:
         proxy.close()
+
+
+def test_a_key_the_upstream_quotes_reaches_neither_the_agent_nor_the_record(
+        proxy: RecordingProxy, upstream: Upstream_) -> None:
+    from openai import AuthenticationError, OpenAI
+
+    upstream.quote = True
+    route = proxy.open_route()
+    env = route.environment()
+    client = OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env["OPENAI_API_KEY"],
+                    max_retries=0)
+    with pytest.raises(AuthenticationError) as refused:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    # The upstream did quote the real key; the agent was told it cut out, header and body.
+    assert upstream.seen[0]["headers"]["authorization"] == f"Bearer {REAL_KEY}"
+    told = refused.value
+    assert f"Incorrect API key provided: Bearer {KEY_CUT}" in str(told)
+    assert told.response.headers["x-echo"] == f"Bearer {KEY_CUT}"
+    assert REAL_KEY not in str(told) + repr(told.response.headers)
+    (exchange,) = route.close()
+    assert exchange.status == 401 and exchange.complete
+    assert json.loads(exchange.response_body)["error"]["message"].endswith(KEY_CUT)
+    assert REAL_KEY not in repr(exchange) and REAL_KEY.encode() not in exchange.response_body
+
+
+def test_the_key_is_cut_wherever_the_pieces_split_it_and_nothing_else_waits() -> None:
+    body = f'data: {{"error": "bad key {REAL_KEY}, and {REAL_KEY}!"}}\n\n'.encode()
+    want = body.replace(REAL_KEY.encode(), KEY_CUT.encode())
+    for i in range(len(body) + 1):
+        for j in range(i, len(body) + 1):
+            scrub = KeyScrub(REAL_KEY)
+            got = b"".join(scrub.piece(part) for part in (body[:i], body[i:j], body[j:]))
+            assert got + scrub.rest() == want, (i, j)
+    # A piece that cannot begin the key goes on whole at once; one ending in a beginning
+    # of it waits for the next only by that beginning.
+    scrub = KeyScrub(REAL_KEY)
+    assert scrub.piece(b'data: {"part": 1}\n\n') == b'data: {"part": 1}\n\n'
+    assert scrub.piece(b"quoted sk-RE") == b"quoted "
+    assert scrub.piece(b"D and more") == b"sk-RED and more"
+    assert scrub.rest() == b""
+    assert scrub.text(f"x-echo: Bearer {REAL_KEY}") == f"x-echo: Bearer {KEY_CUT}"
+
+
+def test_a_placeholder_key_is_no_secret_and_is_cut_from_nothing() -> None:
+    # A local server's "EMPTY" or "dummy" may be a word of the model's own answer.
+    scrub = KeyScrub("EMPTY")
+    assert scrub.piece(b"The box is EMPTY") == b"The box is EMPTY"
+    assert scrub.text("EMPTY") == "EMPTY" and KeyScrub(None).piece(b"x") == b"x"
 
 
 def test_many_trials_at_once_each_see_only_their_own(

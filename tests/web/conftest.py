@@ -196,16 +196,75 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-sync", "--disable-dev-shm-usage"]
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is not installed (.ci/run installs it with apt)")
-    from playwright.sync_api import sync_playwright
+HERE = Path(__file__).resolve().parent
 
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+
+class Chromium:
+    """Playwright's Chromium for this folder's tests, started when a test first asks for it
+    and stopped when the tests leave this folder.
+
+    Not simply session-scoped: Playwright's sync API runs its asyncio loop in a
+    greenlet of the main thread, and while it lives that loop counts as the
+    thread's running loop. Any later test in the same process that calls
+    ``asyncio.run`` would fail ("cannot be called from a running event loop").
+    So the browser is shared by every test here run one after another (one
+    launch per worker when they run together) and is gone before a test of
+    another folder starts (``pytest_runtest_teardown`` below).
+    """
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def get(self) -> Any:
+        if self._browser is None:
+            if not Path(CHROMIUM).exists():
+                pytest.fail("Debian's chromium is not installed (.ci/run installs it with apt)")
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM,
+                                                             args=CHROMIUM_ARGS)
+        return self._browser
+
+    def stop(self) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._browser = self._playwright = None
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
+            if playwright is not None:
+                playwright.stop()  # ends its loop: the thread has no running loop again
+
+
+_CHROMIUM = Chromium()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test here and its fixtures are torn down: stop the browser if the next test
+    this process runs is not one of this folder's (or there is none)."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or not Path(nextitem.path).resolve().is_relative_to(HERE):
+            _CHROMIUM.stop()
+
+
+@pytest.fixture(scope="session")
+def _chromium() -> Iterator[Chromium]:
+    """The one ``Chromium`` of this process, stopped at the end of the session whatever
+    happened (an interrupted run has no next test to leave for)."""
+    try:
+        yield _CHROMIUM
+    finally:
+        _CHROMIUM.stop()
+
+
+@pytest.fixture
+def browser(_chromium: Chromium) -> Any:
+    return _chromium.get()
 
 
 @dataclass

@@ -77,6 +77,12 @@ MAX_OTLP_BODY = 16 * 1024 * 1024
 TRIAL_ATTRIBUTE = "assay.trial"
 _HOP_BACK = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length",
                        "trailer", "upgrade"})
+#: What stands where the real key was, in an answer or an error that quoted it (ASCII: a
+#: header value is Latin-1).
+KEY_CUT = "***"
+#: A key shorter than this is a placeholder a local server takes ("EMPTY", "dummy"), not a
+#: secret: it is not cut out of answers, where it may be a word of the model's text.
+MIN_SECRET = 8
 
 
 @dataclass(frozen=True)
@@ -335,39 +341,101 @@ class RecordingProxy:
                                        stream=True)
         except Exception as error:  # the upstream down or refusing: said, and recorded
             why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-            why = why.replace(upstream.key, "…") if upstream.key else why
+            why = KeyScrub(upstream.key).text(why)
             route.record(replace(sent, error=f"upstream {upstream.base_url} failed: {why}",
                                  complete=False, duration_s=time.perf_counter() - started))
             return JSONResponse({"error": {"message": f"assay's proxy could not reach "
                                            f"{upstream.base_url}: {why}",
                                            "type": "upstream_unreachable"}}, status_code=502)
-        back = [(k, v) for k, v in answer.headers.items() if k.lower() not in _HOP_BACK]
-        return StreamingResponse(self._relay(answer, route, sent, started),
+        scrub = KeyScrub(upstream.key)
+        answered = [(k, scrub.text(v)) for k, v in answer.headers.items()]
+        back = [(k, v) for k, v in answered if k.lower() not in _HOP_BACK]
+        return StreamingResponse(self._relay(answer, answered, scrub, route, sent, started),
                                  status_code=answer.status_code,
                                  headers=dict(_merged(back)))
 
-    async def _relay(self, answer: httpx.Response, route: Route, sent: Exchange,
+    async def _relay(self, answer: httpx.Response, answered: list[tuple[str, str]],
+                     scrub: KeyScrub, route: Route, sent: Exchange,
                      started: float) -> AsyncIterator[bytes]:
-        """The upstream's body, chunk by chunk as it comes, kept (bounded) on the way."""
+        """The upstream's body, chunk by chunk as it comes, the key cut out of it, kept
+        (bounded) on the way: the record holds what the agent got."""
         kept = bytearray()
         cut = complete = False
+
+        def keep(piece: bytes) -> bytes:
+            nonlocal cut
+            room = MAX_BODY - len(kept)
+            if room > 0:
+                kept.extend(piece[:room])
+            cut = cut or len(piece) > room
+            return piece
+
         try:
             async for chunk in answer.aiter_raw():
-                room = MAX_BODY - len(kept)
-                if room > 0:
-                    kept += chunk[:room]
-                cut = cut or len(chunk) > room
-                yield chunk
+                piece = keep(scrub.piece(chunk))
+                if piece:
+                    yield piece
+            rest = keep(scrub.rest())
+            if rest:
+                yield rest
             complete = True
         finally:
             # Recorded before the await below: a stream the agent abandoned is cancelled
             # here, and a cancelled await would lose the record.
             route.record(replace(
-                sent, status=answer.status_code,
-                response_headers=kept_headers(answer.headers.items()),
+                sent, status=answer.status_code, response_headers=kept_headers(answered),
                 response_body=bytes(kept), response_truncated=cut, complete=complete,
                 duration_s=time.perf_counter() - started))
             await answer.aclose()
+
+
+class KeyScrub:
+    """Cuts one key out of a body that comes in pieces, wherever the pieces split it.
+
+    An upstream may quote the key it was sent (a gateway's "Incorrect API key
+    provided: Bearer sk-…"); the agent, which holds only the stand-in, must not
+    learn it from the answer, nor the record keep it. Each piece is passed on at
+    once, but for its end when that end could begin the key: those bytes (fewer
+    than the key's length) wait for the next piece, or the body's end. A stream
+    that holds no key is held up by nothing: an SSE event ends in a blank line,
+    which begins no key.
+    """
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key.encode() if key is not None and len(key) >= MIN_SECRET else b""
+        #: The bytes the key is made of: a piece ending in another begins no key.
+        self._alphabet = frozenset(self._key)
+        self._held = b""
+
+    def text(self, value: str) -> str:
+        """``value`` with the key replaced."""
+        return value.replace(self._key.decode(), KEY_CUT) if self._key else value
+
+    def piece(self, chunk: bytes) -> bytes:
+        """What of ``chunk`` (after what was held) can go on now, the key replaced."""
+        if not self._key:
+            return chunk
+        data = self._held + chunk if self._held else chunk
+        if self._key in data:
+            data = data.replace(self._key, KEY_CUT.encode())
+        held = _key_begun(data, self._key) if data and data[-1] in self._alphabet else 0
+        self._held = data[len(data) - held:] if held else b""
+        return data[:len(data) - held]
+
+    def rest(self) -> bytes:
+        """The bytes still held at the body's end (they began no key after all)."""
+        held, self._held = self._held, b""
+        return held
+
+
+def _key_begun(data: bytes, key: bytes) -> int:
+    """How many bytes at the end of ``data`` are a beginning of ``key`` (0: none)."""
+    at = data.find(key[:1], max(0, len(data) - len(key) + 1))
+    while at != -1:
+        if key.startswith(data[at:]):
+            return len(data) - at
+        at = data.find(key[:1], at + 1)
+    return 0
 
 
 def _merged(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:

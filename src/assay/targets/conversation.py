@@ -88,17 +88,17 @@ class Talk:
         self.history.append({"role": "user", "content": said})
         return said
 
-    def opened(self) -> Event:
-        """The event of the message that opened the current turn."""
-        return Event(kind="user", text=self.history[-1]["content"], turn=self.turn)
+    def opened(self, t: float | None = None) -> Event:
+        """The event of the message that opened the current turn (sent at ``t``)."""
+        return Event(kind="user", text=self.history[-1]["content"], turn=self.turn, t=t)
 
-    def replied(self, value: Any) -> Event:
-        """The agent answered the current turn with ``value``: its ``reply`` event."""
+    def replied(self, value: Any, t: float | None = None) -> Event:
+        """The agent answered the current turn with ``value`` (at ``t``): its ``reply``."""
         text = reply_text(value)
         self.history.append({"role": "assistant", "content": text})
         if STOP in text:
             self.ended_by_agent = True
-        return Event(kind="reply", result=value, turn=self.turn)
+        return Event(kind="reply", result=value, turn=self.turn, t=t)
 
     def stamp(self, events: Sequence[Event], since: int) -> None:
         """Give the events from position ``since`` on the current turn, where none has one."""
@@ -128,3 +128,44 @@ def conversation(request: TrialRequest) -> Talk | None:
     if user is None:
         return None
     return Talk(user, case.input if isinstance(case.input, str) else None)
+
+
+def by_turn(events: Sequence[Event]) -> list[Event]:
+    """The events of a conversation in turn order: each turn's ``user`` event, then what
+    happened in the turn, then its ``reply``.
+
+    An event without a turn (one an observer of the wire or of spans added after the
+    fact) is given the turn it happened in, by its time ``t``: the last turn opened at
+    or before it (the first turn when it has no time or came before any). Within a
+    turn, events keep the order they were given in.
+    """
+    opened = [(e.t, e.turn) for e in events if e.kind == "user" and e.turn is not None]
+    if not opened:
+        return list(events)
+    first = opened[0][1]
+    heads: dict[int, Event] = {}
+    tails: dict[int, Event] = {}
+    middle: dict[int, list[Event]] = {}
+    for event in events:
+        turn = event.turn
+        if turn is None:
+            turn = first
+            if event.t is not None:
+                for at, number in opened:
+                    if at is not None and at <= event.t:
+                        turn = number
+            event = event.model_copy(update={"turn": turn})
+        if event.kind == "user":
+            heads[turn] = event
+        elif event.kind == "reply":
+            tails[turn] = event
+        else:
+            middle.setdefault(turn, []).append(event)
+    ordered: list[Event] = []
+    for turn in sorted({*heads, *tails, *middle}):
+        if turn in heads:
+            ordered.append(heads[turn])
+        ordered.extend(middle.get(turn, ()))
+        if turn in tails:
+            ordered.append(tails[turn])
+    return ordered

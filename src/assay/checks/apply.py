@@ -89,6 +89,12 @@ def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()
 
 
 def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:
+    if assertion.turn is not None:  # an output check on one reply of a conversation
+        replies = [e for e in trace.events if e.kind == "reply"]
+        if len(replies) < assertion.turn:
+            return Judgement("fail", f"the conversation has no reply {assertion.turn} (the "
+                             f"agent replied {len(replies)} time(s))")
+        trace = trace.model_copy(update={"output": replies[assertion.turn - 1].result})
     try:
         return check.evaluate(assertion, trace)
     except Exception as exc:  # a check must not crash the battery; say what happened

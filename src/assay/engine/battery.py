@@ -547,7 +547,8 @@ class Battery:
             given = slot.request
             request = TrialRequest(case=given.case, n=given.n, timeout_s=given.timeout_s,
                                    fixture=given.fixture, tools=given.tools, call=given.call,
-                                   workspace=staged.path, partial=given.partial)
+                                   workspace=staged.path, partial=given.partial,
+                                   user=given.user)
             result = await self._run_and_grade(slot, request, staged)
         except BaseException:
             staged.remove()  # an interrupt too leaves no workspace behind

@@ -317,6 +317,7 @@ def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[s
     plans = _plans(load(), targets)
     _check_workspaces(plans)
     _check_invocations(plans)
+    _check_conversations(plans)
     _check_judges(plans, settings)
     _check_agent_cache(plans, settings, watcher)
     _check_adaptive(plans, settings)
@@ -360,6 +361,28 @@ def _check_workspaces(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
                 said = f"{what} has a workspace, which target {uri} cannot give: {why}"
             raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
                              said)
+
+
+def _check_conversations(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
+    """A conversation runs only on a target that can hold one (SPEC §16); refused now, at
+    the case, as a load error (exit 2), before anything runs."""
+    from ..errors import SuiteError
+    from ..targets import conversation_refusal
+
+    for item, uri in plans:
+        for case, why in (
+                (item.conversation_case, "which target {uri} cannot hold: {why}"),
+                (item.simulated_case, "with a simulated user, and simulated users are not "
+                                      "available in this version of assay (script its "
+                                      "turns: instead)")):
+            refusal = conversation_refusal(uri)
+            if case is None or (case is item.conversation_case and refusal is None):
+                continue
+            hidden = case.split == "hidden"
+            what = "a hidden case" if hidden else f"case {case.id!r}"
+            said = why.format(uri=uri, why=refusal)
+            raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
+                             f"{what} is a conversation {said}")
 
 
 def _check_invocations(plans: Sequence[tuple[LoadedSuite, str]]) -> None:

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from .conversation import Message, SimulatedUser
 from .evidence import Evidence
 from .invocation import Invocation, Mode, parse_invocation
 from .values import one_line
@@ -32,7 +33,7 @@ MAX_CASE_ID = 200
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 #: Keys that modify an assertion rather than name it.
-MODIFIERS = ("path", "min_evidence", "threshold", "breach_evidence")
+MODIFIERS = ("path", "min_evidence", "threshold", "breach_evidence", "turn")
 
 #: Checks that take the assertion's other keys as their own (SPEC §14): ``{file: F,
 #: contains: x}`` is one ``file`` check whose argument holds ``contains``, and
@@ -104,6 +105,9 @@ class Assertion(BaseModel):
     #: level but ``unavailable``; ``observed``: a breach seen only at ``inferred`` is
     #: inconclusive instead.
     breach_evidence: Evidence | None = None
+    #: The reply of a conversation an output check reads (SPEC §16), from 1; None: the
+    #: last (the trial's output).
+    turn: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
 
@@ -146,7 +150,8 @@ class Assertion(BaseModel):
         elif name == "state" and isinstance(self.arg, dict) and \
                 isinstance(self.arg.get("path"), str):
             name = f"state {self.arg['path']}"
-        return f"{name} {self.path}" if self.path else name
+        name = f"{name} {self.path}" if self.path else name
+        return f"{name} (turn {self.turn})" if self.turn is not None else name
 
 
 class Case(BaseModel):
@@ -174,6 +179,10 @@ class Case(BaseModel):
     invocation: Mode | Invocation | None = None
     #: The reference a judge's ``{expected}`` is filled with (SPEC §9): any JSON value.
     expected: Any = None
+    #: A conversation (SPEC §16): the user's scripted messages, or a simulated user.
+    turns: list[Message] | None = Field(default=None, min_length=1,
+                                        exclude_if=lambda value: value is None)
+    user: SimulatedUser | None = Field(default=None, exclude_if=lambda value: value is None)
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
 
@@ -269,6 +278,9 @@ class Suite(BaseModel):
     #: Tools whose calls are questions to a person, for agents seen on the wire
     #: (SPEC §15 ``ask_tools``); unset, ``ask_user`` and ``ask_human``.
     ask_tools: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
+    #: The model a case's simulated user is played by when it names none (SPEC §16);
+    #: ``--user-model`` overrides it.
+    user_model: str | None = None
     #: A list as written (a Python suite), or ``model.packed.PackedCases`` for a loaded
     #: YAML suite: a sequence either way, read in order or by position.
     cases: Annotated[Sequence[Case], WrapSerializer(_as_list)] = Field(default_factory=list)

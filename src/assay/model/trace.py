@@ -14,7 +14,7 @@ Status = Literal["ok", "error", "refused", "timeout"]
 #: ``http``: an exchange with a model API (or another service) that assay kept as a one-line
 #: note because it failed or could not be read (SPEC §15); no check reads it.
 EventKind = Literal["message", "tool_call", "tool_result", "ask", "answer", "skill", "error",
-                    "http"]
+                    "http", "user", "reply"]
 
 
 class Event(BaseModel):
@@ -30,6 +30,10 @@ class Event(BaseModel):
     call_id: str | None = None
     is_error: bool = False
     t: float | None = None
+    #: The turn of a conversation the event belongs to (SPEC §16), from 1; None outside
+    #: a conversation. A ``user`` event is the user's message that opens the turn (its
+    #: ``text``), a ``reply`` event the agent's answer that closes it (its ``result``).
+    turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
 
     # What an agent said or sent is made storable here, where every target's
     # events are made (model/storable.py).

@@ -199,7 +199,37 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
         case.expect[j] = check_assertion(assertion, at, ctx)
     if isinstance(case.invocation, Invocation):
         _check_invocation(case, case.invocation, problem, loc, ctx)
+    _check_conversation(case, problem, loc)
     return case
+
+
+def _check_conversation(case: Case, problem: Problem, loc: Loc) -> None:
+    """A conversation (SPEC §16) is scripted or simulated, not both; its ``input``, if
+    any, is the agent's system message; ``turn: N`` scopes an output check to a reply
+    the conversation can have."""
+    talks = case.turns is not None or case.user is not None
+    if case.turns is not None and case.user is not None:
+        raise problem([*loc, "user"], "a case is a scripted conversation (turns:) or a "
+                      "simulated one (user:), not both", "turns: and user: on one case")
+    if talks and case.input is not None and not isinstance(case.input, str):
+        raise problem([*loc, "input"], "in a conversation, input is the agent's system "
+                      "message (a string); the user's messages are its turns",
+                      "a conversation's input is a string")
+    for assertion in case.expect:
+        if assertion.turn is None:
+            continue
+        fail = _at(problem, assertion, [])
+        check = lookup(assertion.check)
+        if not talks:
+            raise fail(f"turn: {assertion.turn} reads one reply of a conversation, and case "
+                       f"{case.id!r} is none (give it turns: or user:)",
+                       "turn: on a case that is no conversation")
+        if check is None or check.family != "output":
+            raise fail(f"turn: scopes an output check to one reply; {assertion.check} reads "
+                       "the whole conversation", "turn: on a check that is no output check")
+        if case.turns is not None and assertion.turn > len(case.turns):
+            raise fail(f"turn: {assertion.turn}, and the case scripts {len(case.turns)} "
+                       "turn(s)", "turn: past the case's last turn")
 
 
 def _check_invocation(case: Case, invocation: Invocation, problem: Problem, loc: Loc,

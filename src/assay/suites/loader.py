@@ -74,6 +74,12 @@ class LoadedSuite:
     workspace_case: Case | None = None
     #: The first case whose fixture is a folder or a plain file, not a tool fixture.
     folder_fixture_case: Case | None = None
+    #: The first conversation (SPEC §16): a target that cannot hold one refuses the suite.
+    conversation_case: Case | None = None
+    #: The first case with a simulated user, and the first whose user names no model:
+    #: without the suite's ``user_model`` or ``--user-model`` the run is refused at it.
+    simulated_case: Case | None = None
+    unmodelled_user_case: Case | None = None
     #: The cases whose invocation names a skill, with the hosts that can see it: a
     #: target that cannot invoke it, or see it, refuses the suite (``engine.runs``).
     skill_uses: tuple[SkillUse, ...] = ()
@@ -467,6 +473,9 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
                          choice.source if hidden_digest is not None else None,
                          hidden_missing=choice.missing, workspace_case=workspace_case,
                          folder_fixture_case=digests.folder_fixture_case,
+                         conversation_case=digests.conversation_case,
+                         simulated_case=digests.simulated_case,
+                         unmodelled_user_case=digests.unmodelled_user_case,
                          skill_uses=skill_uses, _fixture_digests=digests.fixture_digests)
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
@@ -514,6 +523,10 @@ class _Digests:
         #: The first case with a workspace of its own; the first with a folder as fixture.
         self.workspace_case: Case | None = None
         self.folder_fixture_case: Case | None = None
+        #: The first conversation, and the first simulated user with no model of its own.
+        self.conversation_case: Case | None = None
+        self.simulated_case: Case | None = None
+        self.unmodelled_user_case: Case | None = None
 
     def add(self, cases: Sequence[Case]) -> None:
         """Take these cases' identities, in order (a block at a time: one dump per block)."""
@@ -534,6 +547,14 @@ class _Digests:
                         self.folder_fixture_case = case
                 if self.workspace_case is None and case.workspace is not None:
                     self.workspace_case = case
+                if self.conversation_case is None and (case.turns is not None
+                                                       or case.user is not None):
+                    self.conversation_case = case
+                if self.simulated_case is None and case.user is not None:
+                    self.simulated_case = case
+                if self.unmodelled_user_case is None and case.user is not None \
+                        and case.user.model is None:
+                    self.unmodelled_user_case = case
                 if any(a.check in OUTCOME_CHECKS for a in case.expect):
                     self.outcome_cases.append(case)
                 if any(a.check == "state" for a in case.expect):

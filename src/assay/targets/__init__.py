@@ -82,6 +82,17 @@ def workspace_refusal(uri: str) -> str | None:
     return "it replays recorded traces: no agent runs here to work in a folder"
 
 
+def conversation_refusal(uri: str) -> str | None:
+    """Why the target ``uri`` cannot hold a conversation (SPEC §16), or None."""
+    if uri.startswith("openai:"):
+        return None
+    if uri.startswith(("mcp+stdio:", "mcp+http://", "mcp+https://")):
+        return "an MCP tool call is one request and one answer, with no conversation to resume"
+    if uri.startswith(("scripted:", "otel:")):
+        return "it replays recorded traces: nobody is there to answer the next message"
+    return "this version of assay does not yet hold a conversation with it"
+
+
 def folder_fixture_refusal(uri: str) -> str | None:
     """Why a host or an ``exec:`` program cannot take a folder (or a plain file) as
     ``fixture:``, or None.
@@ -126,5 +137,6 @@ def _is_host(uri: str) -> bool:
 
 
 __all__ = ["PLANNED", "Partial", "Target", "TargetOptions", "TrialBroken", "TrialRequest",
+           "conversation_refusal",
            "folder_fixture_refusal", "make_target", "skill_refusal", "target_options",
            "workspace_refusal"]

@@ -63,6 +63,9 @@ class TrialRequest:
     #: the agent works in it, and what it leaves there is graded.
     workspace: Path | None = None
     partial: Partial = field(default_factory=Partial, compare=False, repr=False)
+    #: The user of a conversation (SPEC §16) the engine plays (a simulated user); None:
+    #: the case's scripted ``turns``, if it has any (``conversation.conversation``).
+    user: Any = field(default=None, compare=False, repr=False)
 
 
 #: Tools whose calls are questions to a person when a suite names none (SPEC §15).

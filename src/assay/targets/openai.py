@@ -52,6 +52,7 @@ from .chat import (
     tool_spec,
     tool_specs,
 )
+from .conversation import Talk, conversation
 from .identity import identity_digest
 from .mcp_connection import ConnectionLost, ProtocolError
 from .mcp_tools import McpServers, McpTool
@@ -277,7 +278,15 @@ class _Conversation:
         #: The trial's copy of the fixture's state, which handlers change (SPEC §14).
         self.state = FixtureState(self.fixture)
         self.mcp: dict[str, McpTool] = {}
-        self.messages = first_messages(request.case.input, loop.system)
+        #: The conversation's user (SPEC §16), None for a single question.
+        self.talk = conversation(request)
+        self._stamped = 0
+        if self.talk is not None:
+            self.talk.system = self.talk.system or loop.system
+            self.messages: list[dict[str, Any]] = [
+                {"role": "system", "content": self.talk.system}] if self.talk.system else []
+        else:
+            self.messages = first_messages(request.case.input, loop.system)
         self.events: list[Event] = []
         #: Summed over the replies; ``counted``/``priced`` turn False at the first
         #: reply without token counts (or without a price), and the sum is dropped.
@@ -307,7 +316,16 @@ class _Conversation:
                 self.fixture, self.fixture_path, self.base_dir or self.target.options.base_dir)
             self.tools.extend(tool_spec(t.info.name, t.info.description, t.info.parameters)
                               for t in self.mcp.values())
-        while self.steps < self.loop.max_steps:
+        if self.talk is not None:
+            return await self._converse(self.talk)
+        status, output, _ = await self._until_answer()
+        return self._finish(status, output)
+
+    async def _until_answer(self) -> tuple[Status, Any, str | None]:
+        """Model calls and tool calls until the model answers, refuses or the step limit
+        (of this turn) is reached: the status, the output and the answer's text."""
+        limit = self.steps + self.loop.max_steps
+        while self.steps < limit:
             body = self.target.body(self.messages, self.tools, self.loop, self.asked,
                                     self.effort)
             reply, served = await self.target.ask(self.case.id, self.n, body,
@@ -320,12 +338,35 @@ class _Conversation:
                 self.events.append(Event(kind="message", text=text, t=self._t()))
             if refusal is not None:
                 self.events.append(Event(kind="message", text=refusal, t=self._t()))
-                return self._trace("refused", refusal, self.steps, settled=True)
+                return "refused", refusal, refusal
             if not calls:
-                return self._trace("ok", output_of(text), self.steps, settled=True)
+                return "ok", output_of(text), text
             await self._tool_turn(text, calls)
-        error = f"step limit: {self.steps} model calls without a final answer"
-        return self._trace("timeout", None, self.steps, settled=False, error=error)
+        return "timeout", None, None
+
+    def _finish(self, status: Status, output: Any) -> Trace:
+        """The trace of an answer (settled), a refusal (settled) or the step limit (not)."""
+        if status == "timeout":
+            error = f"step limit: {self.loop.max_steps} model calls without a final answer"
+            return self._trace("timeout", None, self.steps, settled=False, error=error)
+        return self._trace(status, output, self.steps, settled=True)
+
+    async def _converse(self, talk: Talk) -> Trace:
+        """Turns (SPEC §16): each user message, then model and tool calls to the answer."""
+        message = await talk.next()
+        output: Any = None
+        while message is not None:
+            self.messages.append({"role": "user", "content": message})
+            self.events.append(talk.opened())
+            status, output, text = await self._until_answer()
+            if status != "ok":  # a refusal ends the conversation; the step limit cuts it
+                return self._finish(status, output)
+            self.messages.append({"role": "assistant", "content": text or ""})
+            self.events.append(talk.replied(output))
+            talk.stamp(self.events, self._stamped)
+            self._stamped = len(self.events)
+            message = await talk.next()
+        return self._trace("ok", output, self.steps, settled=talk.settled)
 
     def _waited(self, wait: Wait) -> None:
         """A 429 or 503 and the wait before asking again, as the trace shows it."""
@@ -426,6 +467,8 @@ class _Conversation:
 
     def _trace(self, status: Status, output: Any, steps: int, *, settled: bool,
                error: str | None = None) -> Trace:
+        if self.talk is not None:  # what the turn cut short did, in its turn
+            self.talk.stamp(self.events, self._stamped)
         given = dict(self.target.evidence)
         counted = self.counted and steps > 0
         priced = counted and self.priced

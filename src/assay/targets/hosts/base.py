@@ -24,6 +24,7 @@ from ...model import Evidence, Trace
 from ...model.fixture import ToolFixture
 from ...model.invocation import Invocation
 from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
+from ..conversation import conversation
 from ..fixture_server import fixture_names, read_final_state, server_command
 from ..identity import file_entries, folder_entries, identity_digest
 from .process import (
@@ -190,13 +191,45 @@ class CliHost(ABC):
 
     @abstractmethod
     def trace(self, finished: Finished, request: TrialRequest, prompt: str,
-              home: Path) -> Trace:
-        """The trial's trace from what the CLI printed (and left in its home)."""
+              home: Path, since: int = 0) -> Trace:
+        """The trial's trace from what the CLI printed (and left in its home); ``since``:
+        ``turn_mark`` before this run, for a turn of a conversation."""
 
     def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
-                      home: Path) -> Trace | None:
+                      home: Path, since: int = 0) -> Trace | None:
         """The trace of what the CLI printed before the trial was stopped (None: nothing)."""
         return None
+
+    # --- a conversation (SPEC §16): the host's own session, resumed -------------------
+
+    #: Whether a resumed run reports the usage of the whole session (codex) rather than
+    #: its own (claude): a conversation's usage is then its last turn's, not a sum.
+    cumulative_usage: ClassVar[bool] = False
+
+    @abstractmethod
+    def session_of(self, finished: Finished) -> str | None:
+        """The session a run's stream names (what ``resume_argv`` takes), if any."""
+
+    @abstractmethod
+    def resume_argv(self, argv: list[str], session: str) -> list[str]:
+        """A later turn's command line: the first turn's (``argv``), resuming ``session``."""
+
+    @abstractmethod
+    def system_argv(self, home: Path, system: str) -> list[str]:
+        """Give the agent a conversation's system message (the case's ``input``): what it
+        writes into ``home`` and the flags that point at it, kept off the command line."""
+
+    def turn_mark(self, home: Path) -> int:
+        """Where the CLI's own record of the session stands before a turn (passed to
+        ``trace`` as ``since``); 0 for a CLI whose stream says all."""
+        return 0
+
+    def merged_facets(self, turns: Sequence[dict[str, str]]) -> dict[str, str]:
+        """The facets of a conversation from its turns' (a later turn's win)."""
+        merged: dict[str, str] = {}
+        for facets in turns:
+            merged.update(facets)
+        return merged
 
     @abstractmethod
     async def check_signed_in(self) -> None:
@@ -240,14 +273,22 @@ class CliHost(ABC):
                 raise HarnessFailure(f"target {self.name}: cannot run {argv[0]}: "
                                      f"{exc.strerror or exc}") from None
 
-    async def run(self, request: TrialRequest) -> Trace:
-        """One trial: the CLI in a throwaway home, working in the trial's workspace."""
-        prompt = prompt_of(request.case.input)
+    def first_prompt(self, request: TrialRequest, prompt: str) -> str:
+        """The prompt of a trial's first run: ``prompt``, invoking the case's skill when its
+        invocation is ``explicit``."""
         invocation = request.case.invocation
         if isinstance(invocation, Invocation) and invocation.mode == "explicit":
-            prompt = self.invoke(invocation.skill, prompt)
+            return self.invoke(invocation.skill, prompt)
         # ``automatic`` and ``none`` add nothing: the host comes to the skill, or does not,
         # on the prompt as written.
+        return prompt
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One trial: the CLI in a throwaway home, working in the trial's workspace; a
+        conversation (SPEC §16) runs it once per turn, resuming its session (``talk``)."""
+        talk = conversation(request)
+        prompt = "" if talk is not None else self.first_prompt(request,
+                                                               prompt_of(request.case.input))
         tools = request.tools
         if tools is not None and tools.mcp:
             raise TrialBroken(f"{self.name} takes MCP servers in its own flags: a tool "
@@ -271,6 +312,13 @@ class CliHost(ABC):
             else:
                 work = stage_workdir(home, request.fixture)
             env = child_environment(os.environ, home, extra)
+            if talk is not None:
+                from .talk import HostTalk
+
+                held = HostTalk(self, request, talk, home=home, work=work, env=env,
+                                served=served, state=(state_file, tools))
+                trace = await held.run()
+                return self.pin_facets(with_fixture(trace, state_file, tools), request)
             finished = Finished(exit_code=-1)
             try:
                 await run_cli([*self.argv(request, prompt, home, work), *served], cwd=work,
@@ -283,17 +331,18 @@ class CliHost(ABC):
                 try:
                     cut = self.partial_trace(finished, request, prompt, home)
                     if cut is not None:
-                        self._pin_facets(cut, request)
-                        cut = _with_fixture(cut, state_file, tools)
+                        self.pin_facets(cut, request)
+                        cut = with_fixture(cut, state_file, tools)
                 except Exception:  # TrialBroken too: no record to keep, the timeout stands
                     cut = None
                 request.partial.keep(lambda: cut)
                 raise
             trace = self.trace(finished, request, prompt, home)
-            trace = _with_fixture(trace, state_file, tools)
-        return self._pin_facets(trace, request)
+            trace = with_fixture(trace, state_file, tools)
+        return self.pin_facets(trace, request)
 
-    def _pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
+    def pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
+        """The trace with the case's pins as facets (``argv`` put them in)."""
         # The case's pins went into the command line (``argv``): honoured, so the effort
         # is a facet like the model the stream reported.
         trace.facets.update(case_facets(request.case, self.name))
@@ -326,7 +375,7 @@ class CliHost(ABC):
         return identity_digest(self.identity())
 
 
-def _with_fixture(trace: Trace, state_file: Path | None, tools: ToolFixture | None) -> Trace:
+def with_fixture(trace: Trace, state_file: Path | None, tools: ToolFixture | None) -> Trace:
     """The trace with the fixture server's calls under their fixture names and its final
     state (SPEC §14); a state the handlers left unstorable breaks the trial."""
     if tools is None or state_file is None:

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hosts"))
 
 from hostlib import run_moving_on  # noqa: E402
+
 from model_server import SERVED, ModelServer  # noqa: E402
 
 pytestmark = pytest.mark.real

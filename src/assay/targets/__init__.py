@@ -84,7 +84,7 @@ def workspace_refusal(uri: str) -> str | None:
 
 def conversation_refusal(uri: str) -> str | None:
     """Why the target ``uri`` cannot hold a conversation (SPEC §16), or None."""
-    if uri.startswith("openai:"):
+    if uri.startswith(("openai:", "http://", "https://", "exec:")) or _is_host(uri):
         return None
     if uri.startswith(("mcp+stdio:", "mcp+http://", "mcp+https://")):
         return "an MCP tool call is one request and one answer, with no conversation to resume"

@@ -32,22 +32,25 @@ trace. See docs/decisions/0067-exec-target.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
 import shlex
 import signal
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import HarnessFailure, UsageError
 from ..mcp_uri import resolve_command
-from ..model import Evidence, Status, Trace
+from ..model import Event, Evidence, Status, Trace
 from ..model.values import one_line
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
+from .conversation import Talk, conversation
 from .hosts.process import Kept, child_environment, run_group, throwaway_home
 from .identity import file_entries, identity_digest
 from .refusal import refusal_in_output
@@ -82,6 +85,8 @@ class ExecTrial:
     request: TrialRequest
     workdir: Path
     home: Path
+    #: ``time.perf_counter()`` when the trial began: what its observers time things from.
+    started: float = field(default_factory=time.perf_counter)
 
 
 class Watch(Protocol):
@@ -292,13 +297,19 @@ class ExecTarget:
     async def run(self, request: TrialRequest) -> Trace:
         """One run of the program, in the trial's workspace or a folder of its own."""
         assert self._argv, "start() first"
-        value = request.case.input
+        talk = conversation(request)
+        # In a conversation the case's input is the system message (SPEC §16): the
+        # argument that takes the input gets it (nothing when there is none), else
+        # it is the first line on stdin.
+        value = request.case.input if talk is None else talk.system or ""
+        system: str | None = None
         if self.command.takes_input:
             given = input_argument(value)
             argv = [self._argv[0], *(arg.replace(INPUT, given) for arg in self._argv[1:])]
             stdin = b""
         else:
             argv, stdin = list(self._argv), input_stdin(value)
+            system = talk.system if talk is not None else None
         with throwaway_home("assay-exec-") as home:
             if request.workspace is not None:
                 work = request.workspace
@@ -308,12 +319,14 @@ class ExecTarget:
             trial = ExecTrial(id=secrets.token_hex(8), request=request, workdir=work, home=home)
             watches = [observer.watch(trial) for observer in self.observers]
             try:
+                if talk is not None:
+                    return await _Conversation(self, trial, talk, system, watches).run(argv)
                 return await self._run(trial, argv, stdin, watches)
             finally:
                 for watch in watches:
                     watch.end()
 
-    def _environment(self, trial: ExecTrial, watches: Sequence[Watch]) -> dict[str, str]:
+    def environment(self, trial: ExecTrial, watches: Sequence[Watch]) -> dict[str, str]:
         """The user's environment as ``child_environment`` leaves it, the observers'
         variables, then assay's own for the trial (which no observer overrides)."""
         extra: dict[str, str] = {}
@@ -333,7 +346,7 @@ class ExecTarget:
         stdout = Kept(STDOUT_KEPT)
         stderr = Kept(STDERR_KEPT, head=False)
         started = time.perf_counter()
-        env = self._environment(trial, watches)
+        env = self.environment(trial, watches)
         try:
             code = await run_group(argv, cwd=trial.workdir, env=env, stdin=stdin,
                                    stdout=stdout.read, stderr=stderr.read)
@@ -345,9 +358,9 @@ class ExecTarget:
             # Stopped at a timeout (or an interrupt), the group killed: what the
             # observers saw until then is the trial's record.
             try:
-                cut: Trace | None = self._seen(Trace(
+                cut: Trace | None = self.seen(Trace(
                     status="timeout", duration_s=time.perf_counter() - started,
-                    stdout=_stderr_text(stderr), facets=self._facets(request),
+                    stdout=stderr_text(stderr), facets=self.trial_facets(request),
                     evidence=dict(self.evidence)), watches)
             except Exception:  # an observer's fault: no record to keep, the timeout stands
                 cut = None
@@ -359,7 +372,7 @@ class ExecTarget:
             raise TrialBroken(f"the agent was killed by {signal_name(-code)}"
                               + (f"; its stderr ends with: {said}" if said else ""))
         trace = self._trace(code, stdout, stderr, duration, request)
-        return self._seen(trace, watches)
+        return self.seen(trace, watches)
 
     def _trace(self, code: int, stdout: Kept, stderr: Kept, duration: float,
                request: TrialRequest) -> Trace:
@@ -381,23 +394,241 @@ class ExecTarget:
         return Trace(output=output, status=status, error=error,
                      # A refusal is a final answer, as an exit 0 is; an error is not.
                      settled=status in ("ok", "refused"), exit_code=code,
-                     duration_s=duration, stdout=_stderr_text(stderr),
-                     facets=self._facets(request), evidence=dict(self.evidence))
+                     duration_s=duration, stdout=stderr_text(stderr),
+                     facets=self.trial_facets(request), evidence=dict(self.evidence))
 
-    def _facets(self, request: TrialRequest) -> dict[str, str]:
+    def trial_facets(self, request: TrialRequest) -> dict[str, str]:
         return {**self.facets, **case_facets(request.case, "exec", unpinnable=UNPINNABLE)}
 
     @staticmethod
-    def _seen(trace: Trace, watches: Sequence[Watch]) -> Trace:
+    def seen(trace: Trace, watches: Sequence[Watch]) -> Trace:
         for watch in watches:
             trace = watch.seen(trace)
         return trace
 
 
-def _stderr_text(stderr: Kept) -> str:
+def stderr_text(stderr: Kept) -> str:
     """stderr as the trace keeps it: its tail, saying so when its start was dropped."""
     text = stderr.text()
     if stderr.cut:
         return f"<assay: the first {stderr.total - len(stderr.data):,} bytes of stderr were " \
                f"dropped>\n{text}"
     return text
+
+
+# --- a conversation (SPEC §16): one process, one JSON line each way per turn ----------------
+
+#: What the stdout reader hands the conversation in place of a line when one ran past
+#: ``STDOUT_KEPT`` bytes.
+_TOO_LONG = (0.0, "")
+
+
+class _Conversation:
+    """One trial's conversation with an ``exec:`` program, and what it recorded.
+
+    One process for the whole conversation. On stdin, one JSON object per line:
+    ``{"role": "system", "content": …}`` first when the case gives an input (and
+    no argument takes it), then ``{"role": "user", "content": …}`` for each user
+    message, each written after the reply to the one before; stdin is closed when
+    the user is done. On stdout, one line per user message: the reply, parsed as
+    JSON when it parses (blank lines are skipped). See docs/targets.md.
+
+    A reply ``{"status": "refused", …}`` ends the conversation, refused. The
+    program ending without a reply (it exited, was killed, closed stdout, replied
+    ``null`` or a line past ``STDOUT_KEPT``) ends it with status ``error``, the
+    turns so far kept, so that a breach in an earlier turn still fails the case
+    (killed by a signal before any reply, the trial is broken, as a single run
+    is). After the last reply a non-zero exit is ``error`` too. Lines printed
+    after the last reply are no reply: an ``error`` event counts them.
+    """
+
+    def __init__(self, target: ExecTarget, trial: ExecTrial, talk: Talk, system: str | None,
+                 watches: Sequence[Watch]) -> None:
+        self.target = target
+        self.trial = trial
+        self.talk = talk
+        self.system = system
+        self.watches = watches
+        #: Reply lines as they arrive, with their time; None: stdout ended.
+        self.lines: asyncio.Queue[tuple[float, str] | None] = asyncio.Queue()
+        self.events: list[Event] = []
+        self.output: Any = None
+        self.replies = 0
+        #: How the conversation ended before the user was done (status, why), if it did.
+        self.ended: tuple[Status, str | None] | None = None
+        #: The turn the program gave no reply to, if any.
+        self.unanswered: int | None = None
+        self.failure: Exception | None = None
+        #: The user was done (no more messages): the conversation ran its course.
+        self.done = False
+
+    def _t(self) -> float:
+        return round(time.perf_counter() - self.trial.started, 6)
+
+    async def run(self, argv: list[str]) -> Trace:
+        request = self.trial.request
+        stderr = Kept(STDERR_KEPT, head=False)
+        env = self.target.environment(self.trial, self.watches)
+        try:
+            code = await run_group(argv, cwd=self.trial.workdir, env=env, stdin=self._talk,
+                                   stdout=self._read, stderr=stderr.read)
+        except OSError as exc:
+            raise TrialBroken(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a NUL, or a lone surrogate, in an argument
+            raise TrialBroken(f"the program's arguments cannot be passed to it: {exc}") from None
+        except asyncio.CancelledError:
+            # Stopped at a timeout: every turn so far, and what the observers saw.
+            try:
+                cut: Trace | None = self._trace("timeout", None, stderr, None)
+            except Exception:  # an observer's fault: no record to keep, the timeout stands
+                cut = None
+            request.partial.keep(lambda: cut)
+            raise
+        if self.failure is not None:  # the user's side failed (a simulated user): not the agent
+            raise self.failure
+        if not self.done and self.ended is None and self.unanswered is None:
+            self.unanswered = self.talk.turn  # stopped waiting when the program was gone
+        said = last_line(stderr.text())
+        if code < 0 and not self.replies:
+            raise TrialBroken(f"the agent was killed by {signal_name(-code)}"
+                              + (f"; its stderr ends with: {said}" if said else ""))
+        how = f"was killed by {signal_name(-code)}" if code < 0 else f"exited with code {code}"
+        status: Status
+        error: str | None
+        if self.unanswered is not None:
+            status, error = "error", f"turn {self.unanswered}: the agent {how} without " \
+                                     "replying" + (f": {said}" if said else "")
+        elif self.ended is not None:
+            status, error = self.ended
+        elif code != 0:
+            status, error = "error", f"{how}" + (f": {said}" if said else "")
+        else:
+            status, error = "ok", None
+        return self._trace(status, error, stderr, code)
+
+    async def _talk(self, pipe: asyncio.StreamWriter) -> None:
+        """The user's side: each message written, its reply awaited, until one side is done."""
+        talk = self.talk
+        try:
+            if self.system is not None:
+                pipe.write(input_stdin({"role": "system", "content": self.system}))
+            message = await talk.next()
+            while message is not None:
+                self.events.append(_at(talk.opened(), self._t()))
+                pipe.write(input_stdin({"role": "user", "content": message}))
+                await pipe.drain()
+                if not await self._reply():
+                    return
+                message = await talk.next()
+            self.done = True
+        except (BrokenPipeError, ConnectionResetError):
+            self.unanswered = talk.turn  # the program is gone before it read the message
+        except Exception as exc:  # said after the run (``run``), once the program is stopped
+            self.failure = exc
+        finally:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                pipe.close()
+
+    async def _reply(self) -> bool:
+        """Read the reply to the current turn; whether the conversation goes on."""
+        talk = self.talk
+        got = await self.lines.get()
+        if got is None:
+            self.unanswered = talk.turn
+            return False
+        if got is _TOO_LONG:
+            self.ended = "error", f"turn {talk.turn}: the reply is longer than " \
+                                  f"{STDOUT_KEPT:,} bytes"
+            return False
+        t, line = got
+        value = read_output(line)
+        refusal = refusal_in_output(value)
+        if refusal is not None:  # a refusal ends it in its turn (no reply event: openai's way)
+            self.output = value
+            self.ended = "refused", refusal.reason
+            return False
+        if value is None:
+            self.ended = "error", f"turn {talk.turn}: the agent replied null"
+            return False
+        self.output = value
+        self.replies += 1
+        self.events.append(_at(talk.replied(value), t))
+        return True
+
+    async def _read(self, pipe: asyncio.StreamReader) -> None:
+        """stdout into lines, each with its time; None at its end. A line past
+        ``STDOUT_KEPT`` is ``_TOO_LONG``, and nothing more is read into lines."""
+        buffer = b""
+        spilled = False
+        while chunk := await pipe.read(65_536):
+            if spilled:
+                continue  # read and let go: a program blocked on a full pipe would hang
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            t = self._t()
+            for line in complete:
+                if line.strip():
+                    self.lines.put_nowait((t, line.decode("utf-8", "replace")))
+            if len(buffer) > STDOUT_KEPT:
+                spilled, buffer = True, b""
+                self.lines.put_nowait(_TOO_LONG)
+        if buffer.strip():
+            self.lines.put_nowait((self._t(), buffer.decode("utf-8", "replace")))
+        self.lines.put_nowait(None)
+
+    def _trace(self, status: Status, error: str | None, stderr: Kept,
+               code: int | None) -> Trace:
+        """The conversation's trace: the observers' facts, the turns put among them by time."""
+        trace = Trace(output=self.output if status in ("ok", "refused", "error") else None,
+                      status=status, error=error,
+                      settled=(self.talk.settled if status == "ok" else status == "refused"),
+                      exit_code=code, duration_s=time.perf_counter() - self.trial.started,
+                      stdout=stderr_text(stderr),
+                      facets=self.target.trial_facets(self.trial.request),
+                      evidence=dict(self.target.evidence))
+        seen = self.target.seen(trace, self.watches)
+        events = _by_time(seen.events, self.events)
+        extra = self._unread()
+        if extra:
+            events.append(Event(kind="error", t=self._t(), turn=self.talk.turn or 1,
+                                text=f"the agent printed {extra} more line(s) after its last "
+                                     "reply; they are no reply"))
+        return seen.model_copy(update={"events": events})
+
+    def _unread(self) -> int:
+        """How many lines the program printed that no turn read as its reply."""
+        count = 0
+        while not self.lines.empty():
+            if self.lines.get_nowait() not in (None, _TOO_LONG):
+                count += 1
+        return count
+
+
+def _at(event: Event, t: float) -> Event:
+    event.t = t
+    return event
+
+
+def _by_time(seen: Sequence[Event], turns: Sequence[Event]) -> list[Event]:
+    """The conversation's ``user`` and ``reply`` events put among what the observers saw,
+    by time, and every event given its turn: the one open when it happened, or, for a
+    tool's result or a note on a call, the turn of the call."""
+    merged: list[Event] = []
+    pending = deque(turns)
+    for event in seen:
+        while pending and event.t is not None and (pending[0].t or 0.0) <= event.t:
+            merged.append(pending.popleft())
+        merged.append(event)
+    merged.extend(pending)
+    turn = 1
+    calls: dict[str, int] = {}
+    for event in merged:
+        if event.kind == "user" and event.turn is not None:
+            turn = event.turn
+        elif event.turn is None:
+            called = calls.get(event.call_id) if event.call_id is not None and \
+                event.kind in ("tool_result", "answer", "error") else None
+            event.turn = called or turn
+        if event.kind in ("tool_call", "ask") and event.call_id is not None:
+            calls.setdefault(event.call_id, event.turn or turn)
+    return merged

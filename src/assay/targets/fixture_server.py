@@ -2,7 +2,7 @@
 
 ``claude`` and ``codex`` bring their own tools and take more only as MCP
 servers. So that a case's fixture tools reach them too, each trial starts
-this module (``python -m assay.targets.fixture_server FIXTURE BASE STATE_FILE``:
+this module (``python -c … ASSAY_FOLDER FIXTURE BASE STATE_FILE``, ``_BOOT``:
 the fixture as loaded, in JSON; the folder its handlers import from)
 as an MCP server of the host, built on the official ``mcp`` SDK's low-level
 server: it lists the fixture's tools with their own schemas and answers
@@ -11,7 +11,9 @@ each call as the ``python:`` and ``openai:`` loops do (``result``,
 raises is a tool error the agent sees. After every call it writes the state
 to ``STATE_FILE`` (whole, then renamed into place), which the target reads
 into the trial's trace once the CLI has exited; a state left unstorable is
-written as the reason the trial is broken.
+written as the reason the trial is broken. Started again in the same trial
+(the next turn of a conversation, SPEC §16), it carries on from the state
+file as the last one left it.
 
 The host names the calls ``mcp__fixture__NAME``; the target gives them back
 their fixture names (``fixture_names``), so one suite checks the same calls
@@ -35,13 +37,22 @@ SERVER = "fixture"
 PREFIX = f"mcp__{SERVER}__"
 
 
+#: How the server starts: this module of the assay that is running, found by its folder
+#: (the command's first argument). A host may start its servers with an environment of
+#: its own (Codex passes on only a few variables): a ``PYTHONPATH`` that found this
+#: assay would not reach the server, and another assay, or none, would answer.
+_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+         "from assay.targets.fixture_server import main; main(sys.argv[1:])")
+
+
 def server_command(fixture: ToolFixture, base_dir: Path, folder: Path) -> tuple[list[str], Path]:
     """The command a host starts the fixture's server with (this Python, this module), and
     the file its state will be in; the fixture as loaded is written to ``folder``."""
     given = folder / "fixture.json"
     given.write_text(fixture.model_dump_json(exclude_unset=True), encoding="utf-8")
     state_file = folder / "fixture-state.json"
-    return ([sys.executable, "-m", "assay.targets.fixture_server", str(given), str(base_dir),
+    package = Path(__file__).resolve().parents[2]  # the folder that holds ``assay``
+    return ([sys.executable, "-c", _BOOT, str(package), str(given), str(base_dir),
              str(state_file)], state_file)
 
 
@@ -85,7 +96,14 @@ def main(argv: list[str]) -> None:
     fixture = ToolFixture.model_validate_json(given.read_text(encoding="utf-8"))
     state = FixtureState(fixture)
     if state.present:
-        _write(state_file, json_copy(state.value), None)
+        # A conversation's next turn runs the host again, which starts this server again:
+        # it carries on from the state the last one left (SPEC §16), not from the start.
+        written, kept, broken = read_final_state(state_file)
+        if broken is not None:
+            state.broken = broken
+        elif written:
+            state.value = kept
+        _write(state_file, None if state.broken else json_copy(state.value), state.broken)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[

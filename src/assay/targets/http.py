@@ -2,6 +2,11 @@
 
 The reply's body is the output, whatever its status; the status says how
 the trial ended: ``ok``, ``error`` or ``refused`` (``reply_status``).
+
+A conversation (SPEC §16) POSTs ``{"messages": [...]}`` once per turn: the
+whole conversation so far as chat messages (``role``, ``content``), the
+case's ``input`` first as the ``system`` message when it gives one, the
+agent's earlier replies as it gave them. See ``HttpTarget._converse``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from .base import (
     ensure_reachable,
     evidence,
 )
+from .conversation import Talk, conversation
 from .identity import identity_digest
 from .refusal import reason_text, refusal_of
 
@@ -72,18 +78,33 @@ class HttpTarget:
         self._client = httpx.AsyncClient(limits=limits, timeout=None)
 
     async def run(self, request: TrialRequest) -> Trace:
-        """One POST; connection errors and non-JSON success replies break the trial."""
+        """One POST; connection errors and non-JSON success replies break the trial. A
+        conversation (SPEC §16) is one POST per turn (``_converse``)."""
+        talk = conversation(request)
+        if talk is not None:
+            return await self._converse(request, talk)
+        started = time.perf_counter()
+        output, status, error, events = await self._post(request.case.input)
+        return Trace(
+            output=output, status=status, events=events, error=error,
+            duration_s=time.perf_counter() - started, steps=1,
+            facets=self._facets(request), evidence=dict(self.evidence),
+        )
+
+    async def _post(self, body: Any) -> tuple[Any, Status, str | None, list[Event]]:
+        """One POST of ``body``: the reply's body (parsed), the status and error it gives
+        (``reply_status``), and notes on how it was read. ``TrialBroken`` when the request
+        fails or a success is not JSON."""
         import httpx
 
-        started = time.perf_counter()
         try:
-            reply = await self._client.post(self.uri, json=request.case.input)
+            reply = await self._client.post(self.uri, json=body)
         except httpx.HTTPError as exc:
             raise TrialBroken(f"request failed: {type(exc).__name__}: {exc}") from None
-        body = reply.content
+        content = reply.content
         events: list[Event] = []
         try:
-            output = json.loads(body) if body else None
+            output = json.loads(content) if content else None
         except RecursionError:
             # JSON nested deeper than Python's parser goes: kept whole, as text,
             # so text checks still read every word (a path check cannot).
@@ -93,15 +114,62 @@ class HttpTarget:
         except ValueError:
             if reply.is_success:
                 raise TrialBroken(f"reply {reply.status_code} is not JSON "
-                                  f"({len(body)} bytes)") from None
+                                  f"({len(content)} bytes)") from None
             output = reply.text
         status, error = reply_status(reply.status_code, reply.is_success, output)
-        return Trace(
-            output=output, status=status, events=events, error=error,
-            duration_s=time.perf_counter() - started, steps=1,
-            facets={**self.facets, **case_facets(request.case, "http", unpinnable=UNPINNABLE)},
-            evidence=dict(self.evidence),
-        )
+        return output, status, error, events
+
+    async def _converse(self, request: TrialRequest, talk: Talk) -> Trace:
+        """Turns (SPEC §16): each user message appended to the messages and the whole POSTed
+        (``{"messages": [{"role", "content"}, …]}``, the system message first when the case
+        gives one); the reply's body is the turn's reply, read as a single reply is.
+
+        A refusal or an error status ends the conversation in its turn. A turn whose
+        request fails, whose reply is not JSON or is empty breaks the trial when it is the
+        first; after a reply it ends the conversation with status ``error``, the turns so
+        far kept (a breach made in them still fails the case). Stopped at its timeout, the
+        trial keeps every turn so far.
+        """
+        started = time.perf_counter()
+        messages: list[dict[str, Any]] = [{"role": "system", "content": talk.system}] \
+            if talk.system else []
+        events: list[Event] = []
+        posts = 0
+
+        def trace(status: Status, output: Any = None, error: str | None = None, *,
+                  settled: bool = False) -> Trace:
+            return Trace(output=output, status=status, error=error, events=list(events),
+                         duration_s=time.perf_counter() - started, steps=posts,
+                         settled=settled, facets=self._facets(request),
+                         evidence=dict(self.evidence))
+
+        request.partial.keep(lambda: trace("timeout") if events else None)
+        output: Any = None
+        message = await talk.next()
+        while message is not None:
+            messages.append({"role": "user", "content": message})
+            events.append(_timed(talk.opened(), started))
+            try:
+                posts += 1
+                output, status, error, notes = await self._post({"messages": messages})
+                if status == "ok" and output is None:
+                    raise TrialBroken("the endpoint replied with nothing")
+            except TrialBroken as broken:
+                if posts == 1:  # nothing answered yet: no record to keep
+                    raise
+                return trace("error", error=f"turn {talk.turn}: {broken}")
+            events.extend(_timed(note, started) for note in notes)
+            if status != "ok":  # a refusal or an error ends it in its turn
+                talk.stamp(events, 0)
+                return trace(status, output, error, settled=status == "refused")
+            messages.append({"role": "assistant", "content": output})
+            events.append(_timed(talk.replied(output), started))
+            talk.stamp(events, 0)
+            message = await talk.next()
+        return trace("ok", output, settled=talk.settled)
+
+    def _facets(self, request: TrialRequest) -> dict[str, str]:
+        return {**self.facets, **case_facets(request.case, "http", unpinnable=UNPINNABLE)}
 
     async def close(self) -> None:
         """Close the connection pool."""
@@ -115,3 +183,9 @@ class HttpTarget:
     def digest(self) -> str:
         """The agent version: the digest of ``identity()``."""
         return identity_digest(self.identity())
+
+
+def _timed(event: Event, started: float) -> Event:
+    """``event`` timed from the trial's start."""
+    event.t = round(time.perf_counter() - started, 6)
+    return event

@@ -5,7 +5,8 @@ only a copy of the CLI's own credentials file, in a copy of the case's
 fixture folder, with provider key variables removed from its environment
 (principle 10). The host adapter turns the CLI's JSON event stream into a
 Trace; a CLI that is missing, too old or signed out fails ``start()``, which
-is a harness failure, not the agent's.
+is a harness failure, not the agent's. A conversation (SPEC §16) runs the
+CLI once per user message, resuming its own session (``HostTalk``).
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ import asyncio
 import os
 import shlex
 import shutil
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ...errors import HarnessFailure, UsageError
-from ...model import Evidence, Trace
+from ...model import Event, Evidence, Status, Trace
 from ...model.fixture import ToolFixture
 from ...model.invocation import Invocation
 from ..base import TargetOptions, TrialBroken, TrialRequest, case_facets
+from ..conversation import Talk, conversation
 from ..fixture_server import fixture_names, read_final_state, server_command
 from ..identity import file_entries, folder_entries, identity_digest
 from .process import (
@@ -35,6 +38,7 @@ from .process import (
     stage_workdir,
     throwaway_home,
 )
+from .talk import merged_steps, merged_usage, weakest_evidence
 
 #: How long ``--version`` and sign-in checks may take.
 CHECK_TIMEOUT_S = 60.0
@@ -190,13 +194,45 @@ class CliHost(ABC):
 
     @abstractmethod
     def trace(self, finished: Finished, request: TrialRequest, prompt: str,
-              home: Path) -> Trace:
-        """The trial's trace from what the CLI printed (and left in its home)."""
+              home: Path, since: int = 0) -> Trace:
+        """The trial's trace from what the CLI printed (and left in its home); ``since``:
+        ``turn_mark`` before this run, for a turn of a conversation."""
 
     def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
-                      home: Path) -> Trace | None:
+                      home: Path, since: int = 0) -> Trace | None:
         """The trace of what the CLI printed before the trial was stopped (None: nothing)."""
         return None
+
+    # --- a conversation (SPEC §16): the host's own session, resumed -------------------
+
+    #: Whether a resumed run reports the usage of the whole session (codex) rather than
+    #: its own (claude): a conversation's usage is then its last turn's, not a sum.
+    cumulative_usage: ClassVar[bool] = False
+
+    @abstractmethod
+    def session_of(self, finished: Finished) -> str | None:
+        """The session a run's stream names (what ``resume_argv`` takes), if any."""
+
+    @abstractmethod
+    def resume_argv(self, argv: list[str], session: str) -> list[str]:
+        """A later turn's command line: the first turn's (``argv``), resuming ``session``."""
+
+    @abstractmethod
+    def system_argv(self, home: Path, system: str) -> list[str]:
+        """Give the agent a conversation's system message (the case's ``input``): what it
+        writes into ``home`` and the flags that point at it, kept off the command line."""
+
+    def turn_mark(self, home: Path) -> int:
+        """Where the CLI's own record of the session stands before a turn (passed to
+        ``trace`` as ``since``); 0 for a CLI whose stream says all."""
+        return 0
+
+    def merged_facets(self, turns: Sequence[dict[str, str]]) -> dict[str, str]:
+        """The facets of a conversation from its turns' (a later turn's win)."""
+        merged: dict[str, str] = {}
+        for facets in turns:
+            merged.update(facets)
+        return merged
 
     @abstractmethod
     async def check_signed_in(self) -> None:
@@ -240,14 +276,22 @@ class CliHost(ABC):
                 raise HarnessFailure(f"target {self.name}: cannot run {argv[0]}: "
                                      f"{exc.strerror or exc}") from None
 
-    async def run(self, request: TrialRequest) -> Trace:
-        """One trial: the CLI in a throwaway home, working in the trial's workspace."""
-        prompt = prompt_of(request.case.input)
+    def first_prompt(self, request: TrialRequest, prompt: str) -> str:
+        """The prompt of a trial's first run: ``prompt``, invoking the case's skill when its
+        invocation is ``explicit``."""
         invocation = request.case.invocation
         if isinstance(invocation, Invocation) and invocation.mode == "explicit":
-            prompt = self.invoke(invocation.skill, prompt)
+            return self.invoke(invocation.skill, prompt)
         # ``automatic`` and ``none`` add nothing: the host comes to the skill, or does not,
         # on the prompt as written.
+        return prompt
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One trial: the CLI in a throwaway home, working in the trial's workspace; a
+        conversation (SPEC §16) runs it once per turn, resuming its session (``talk``)."""
+        talk = conversation(request)
+        prompt = "" if talk is not None else self.first_prompt(request,
+                                                               prompt_of(request.case.input))
         tools = request.tools
         if tools is not None and tools.mcp:
             raise TrialBroken(f"{self.name} takes MCP servers in its own flags: a tool "
@@ -271,6 +315,11 @@ class CliHost(ABC):
             else:
                 work = stage_workdir(home, request.fixture)
             env = child_environment(os.environ, home, extra)
+            if talk is not None:
+                held = HostTalk(self, request, talk, home=home, work=work, env=env,
+                                served=served, state=(state_file, tools))
+                trace = await held.run()
+                return self.pin_facets(with_fixture(trace, state_file, tools), request)
             finished = Finished(exit_code=-1)
             try:
                 await run_cli([*self.argv(request, prompt, home, work), *served], cwd=work,
@@ -283,17 +332,18 @@ class CliHost(ABC):
                 try:
                     cut = self.partial_trace(finished, request, prompt, home)
                     if cut is not None:
-                        self._pin_facets(cut, request)
-                        cut = _with_fixture(cut, state_file, tools)
+                        self.pin_facets(cut, request)
+                        cut = with_fixture(cut, state_file, tools)
                 except Exception:  # TrialBroken too: no record to keep, the timeout stands
                     cut = None
                 request.partial.keep(lambda: cut)
                 raise
             trace = self.trace(finished, request, prompt, home)
-            trace = _with_fixture(trace, state_file, tools)
-        return self._pin_facets(trace, request)
+            trace = with_fixture(trace, state_file, tools)
+        return self.pin_facets(trace, request)
 
-    def _pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
+    def pin_facets(self, trace: Trace, request: TrialRequest) -> Trace:
+        """The trace with the case's pins as facets (``argv`` put them in)."""
         # The case's pins went into the command line (``argv``): honoured, so the effort
         # is a facet like the model the stream reported.
         trace.facets.update(case_facets(request.case, self.name))
@@ -326,7 +376,143 @@ class CliHost(ABC):
         return identity_digest(self.identity())
 
 
-def _with_fixture(trace: Trace, state_file: Path | None, tools: ToolFixture | None) -> Trace:
+class HostTalk:
+    """One trial's conversation with a host CLI (SPEC §16), and what it recorded.
+
+    The first user message runs the CLI as a single trial does, its prompt on
+    stdin; the session its stream names (claude's ``session_id``, codex's
+    ``thread_id``) is kept, and each later message runs the CLI again in the
+    same throwaway home and working folder, resuming that session
+    (``resume_argv``). The host reads the conversation so far from its own
+    session record — nothing assay retells.
+
+    Each run's events carry its turn and are timed from the trial's start; a
+    ``user`` event opens each turn and a ``reply`` event (the run's output)
+    closes it; the trial's output is the last reply. A run that ends
+    otherwise than with an answer (a refusal, a limit, an error) ends the
+    conversation with its status. A run that gives no trace breaks the trial
+    when it is the first; after a reply it ends the conversation with status
+    ``error``, the turns so far kept, so that a breach made in an earlier
+    turn still fails the case. Stopped at its timeout, the trial keeps every
+    turn so far and what the current run printed.
+    """
+
+    def __init__(self, host: CliHost, request: TrialRequest, talk: Talk, *, home: Path,
+                 work: Path, env: Mapping[str, str], served: Sequence[str],
+                 state: tuple[Path | None, ToolFixture | None]) -> None:
+        self.host = host
+        self.request = request
+        self.talk = talk
+        self.home = home
+        self.work = work
+        self.env = env
+        self.state = state
+        system = host.system_argv(home, talk.system) if talk.system else []
+        #: The first turn's command line; a later turn's resumes its session from it.
+        self.argv = [*host.argv(request, "", home, work), *served, *system]
+        #: Each finished run's trace, in turn order.
+        self.turns: list[Trace] = []
+        self.events: list[Event] = []
+        self.session: str | None = None
+        self.started = time.perf_counter()
+
+    def _t(self) -> float:
+        return round(time.perf_counter() - self.started, 6)
+
+    async def run(self) -> Trace:
+        """Every turn, until the user is done or a run ends the conversation."""
+        talk = self.talk
+        message = await talk.next()
+        while message is not None:
+            if talk.turn > 1 and self.session is None:
+                return self._ended("error", f"turn {talk.turn}: {self.host.name} named no "
+                                            "session to resume")
+            prompt = self.host.first_prompt(self.request, message) if talk.turn == 1 \
+                else message
+            self._add(talk.opened(), self._t())
+            try:
+                turn = await self._one(prompt)
+            except TrialBroken as broken:
+                if not self.turns:  # nothing answered yet: no record to keep
+                    raise
+                return self._ended("error", f"turn {talk.turn}: {broken}")
+            self.turns.append(turn)
+            if turn.status != "ok":  # a refusal, a limit or an error ends it in its turn
+                return self._ended(turn.status, turn.error, output=turn.output,
+                                   settled=turn.settled is True)
+            self._add(talk.replied(turn.output), self._t())
+            message = await talk.next()
+        return self._ended("ok", None, output=self.turns[-1].output if self.turns else None,
+                           settled=talk.settled)
+
+    async def _one(self, prompt: str) -> Trace:
+        """One run of the CLI: the first turn's command, or the session resumed."""
+        host, request = self.host, self.request
+        argv = self.argv if self.session is None else host.resume_argv(self.argv, self.session)
+        since = host.turn_mark(self.home)
+        offset = time.perf_counter() - self.started
+        finished = Finished(exit_code=-1)
+        try:
+            await run_cli(argv, cwd=self.work, env=self.env, stdin=host.stdin(prompt),
+                          into=finished)
+        except OSError as exc:
+            raise TrialBroken(f"cannot run {host.name}: {exc.strerror or exc}") from None
+        except asyncio.CancelledError:
+            self._keep_partial(finished, prompt, since, offset)
+            raise
+        trace = host.trace(finished, request, prompt, self.home, since=since)
+        self.session = self.session or host.session_of(finished)
+        self._add_run(trace.events, offset)
+        return trace
+
+    def _keep_partial(self, finished: Finished, prompt: str, since: int,
+                      offset: float) -> None:
+        """Stopped at the timeout: every turn so far, and what this run printed, read now,
+        while the CLI's home still holds its session."""
+        try:
+            cut = self.host.partial_trace(finished, self.request, prompt, self.home,
+                                          since=since)
+            if cut is not None:
+                self._add_run(cut.events, offset)
+                self.turns.append(cut)
+            ended = with_fixture(self._ended("timeout", None, settled=False), *self.state)
+            trace: Trace | None = self.host.pin_facets(ended, self.request)
+        except Exception:  # TrialBroken too: no record to keep, the timeout stands
+            trace = None
+        self.request.partial.keep(lambda: trace)
+
+    def _add(self, event: Event, t: float) -> None:
+        event.t = t
+        self.events.append(event)
+
+    def _add_run(self, events: Sequence[Event], offset: float) -> None:
+        """A run's events, timed from the trial's start, in the current turn."""
+        since = len(self.events)
+        for event in events:
+            if event.t is not None:
+                event.t = round(event.t + offset, 6)
+            self.events.append(event)
+        self.talk.stamp(self.events, since)
+
+    def _ended(self, status: Status, error: str | None, *, output: Any = None,
+               settled: bool = False) -> Trace:
+        """The conversation's trace: its turns' facts together, ended as said."""
+        turns = self.turns
+        last = turns[-1] if turns else None
+        return Trace(
+            output=output, status=status, error=error, events=list(self.events),
+            usage=merged_usage(turns, cumulative=self.host.cumulative_usage),
+            steps=merged_steps(turns),
+            settled=settled, exit_code=last.exit_code if last is not None else None,
+            duration_s=time.perf_counter() - self.started,
+            stdout="\n".join(f"[turn {n}] {t.stdout}" for n, t in enumerate(turns, 1)
+                             if t.stdout),
+            facets=self.host.merged_facets([t.facets for t in turns]) if turns
+            else dict(self.host.facets),
+            evidence=weakest_evidence(turns, self.host.evidence))
+
+
+def with_fixture(trace: Trace, state_file: Path | None, tools: ToolFixture | None) -> Trace:
     """The trace with the fixture server's calls under their fixture names and its final
     state (SPEC §14); a state the handlers left unstorable breaks the trial."""
     if tools is None or state_file is None:

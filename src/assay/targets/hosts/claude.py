@@ -6,6 +6,13 @@ The URI's flags follow, e.g. ``claude --max-turns 4 --mcp-config mcp.json
 --allowedTools mcp__orders__lookup``; a case's ``model`` and ``effort`` come
 last, so the case's pin wins.
 
+A conversation (SPEC §16) runs the CLI once per user message: the first as
+above, each later one with ``--resume SESSION_ID`` (the ``session_id`` of
+the first run's stream), in the same throwaway home and working folder, so
+that Claude Code reads the conversation from its own session record. The
+case's ``input`` is given with ``--append-system-prompt-file`` (a file in
+the throwaway home: case content stays off the command line).
+
 Sign-in: the CLI's own. Its credentials file (``~/.claude/.credentials.json``,
 or under ``CLAUDE_CONFIG_DIR``) is copied byte for byte into the trial's
 throwaway home; a ``CLAUDE_CODE_OAUTH_TOKEN`` from ``claude setup-token`` is
@@ -115,8 +122,23 @@ class ClaudeTarget(CliHost):
                 "removes provider API keys such as ANTHROPIC_API_KEY from the CLI's "
                 "environment and never passes one")
 
+    def session_of(self, finished: Finished) -> str | None:
+        """The ``session_id`` the stream names."""
+        return read_stream(finished.lines).session_id
+
+    def resume_argv(self, argv: list[str], session: str) -> list[str]:
+        """The same command, ``--resume SESSION``: the next message goes on stdin."""
+        return [*argv, "--resume", session]
+
+    def system_argv(self, home: Path, system: str) -> list[str]:
+        """``--append-system-prompt-file``: Claude Code's own system prompt, then the case's
+        (on every run: a resumed session keeps the prompt its first run recorded)."""
+        path = home / "assay-system-prompt.txt"
+        path.write_text(system, encoding="utf-8", errors="replace")
+        return ["--append-system-prompt-file", str(path)]
+
     def trace(self, finished: Finished, request: TrialRequest, prompt: str,
-              home: Path) -> Trace:
+              home: Path, since: int = 0) -> Trace:
         """The stream read into a trace; no final ``result`` line is a broken trial."""
         run = read_stream(finished.lines)
         if not run.has_result:
@@ -126,7 +148,7 @@ class ClaudeTarget(CliHost):
         return self._trace_of(run, finished, prompt, finished.exit_code)
 
     def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
-                      home: Path) -> Trace | None:
+                      home: Path, since: int = 0) -> Trace | None:
         """The stream so far, with no result line: no totals, no exit code."""
         return self._trace_of(read_stream(finished.lines), finished, prompt, None)
 

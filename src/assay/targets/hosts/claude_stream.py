@@ -5,7 +5,8 @@ from a stream can be checked on a stream. What the stream says, and the traps
 in it (checked against Claude Code 2.1):
 
 - ``system``/``init`` names the model, the tools and the MCP servers with
-  their status.
+  their status; every line names the ``session_id`` (what ``--resume`` takes,
+  the same in a resumed run).
 - An ``assistant`` line's ``message.model`` is the model the server says
   answered; a reply the CLI made up itself (no sign-in, an API error) has
   the model ``<synthetic>`` and an ``error`` kind (``authentication_failed``…).
@@ -63,6 +64,8 @@ class ClaudeRun:
     has_result: bool = False
     skills_listed: list[str] = field(default_factory=list)
     unreadable: int = 0
+    #: The session the run belongs to (every line names it): what ``--resume`` takes.
+    session_id: str | None = None
 
 
 class _Reader:
@@ -78,6 +81,9 @@ class _Reader:
             self.run.unreadable += 1
             return
         kind = item.get("type")
+        session = item.get("session_id")
+        if self.run.session_id is None and isinstance(session, str) and session:
+            self.run.session_id = session
         if kind == "system":
             self.system(t, item)
         elif kind == "assistant":

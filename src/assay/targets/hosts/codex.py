@@ -9,6 +9,17 @@ servers, sandbox — is given in the URI's flags, e.g. ``codex -m gpt-5.5 -s
 workspace-write -c 'mcp_servers.orders={command="orders-mcp", required=true}'``;
 a case's ``model`` and ``effort`` come last, so the case's pin wins.
 
+A conversation (SPEC §16) runs the CLI once per user message: the first as
+above, each later one as ``codex exec [the same flags] resume THREAD_ID -``
+(the ``thread_id`` of the first run's stream), in the same throwaway home
+and working folder, so that Codex reads the conversation from its own
+session record. The case's ``input`` is ``developer_instructions`` in the
+throwaway home's ``config.toml`` (case content stays off the command line;
+a ``-c developer_instructions=…`` in the URI's flags would replace it).
+Each resumed run reports the usage of the whole thread, so the last turn's
+is the conversation's; each run's calls are read from what it added to the
+session record.
+
 The three ``--disable`` flags keep Codex from fetching plugin and app
 catalogues over the network, which a throwaway home has none of anyway.
 """
@@ -17,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import HarnessFailure
@@ -25,11 +37,13 @@ from ..base import TargetOptions, TrialBroken, TrialRequest, evidence
 from ..fixture_server import SERVER
 from ..prices import load_prices
 from .base import CliHost, tail, without
-from .codex_session import complete_from_session, read_session
+from .codex_session import complete_from_session, read_session, record_size
 from .codex_stream import CodexRun, read_stream
 from .process import Finished, copy_private
 
 AUTH = "auth.json"
+#: The facet that counts the calls only the session record showed.
+RECOVERED = "calls_from_session_record"
 OFFLINE = ["--disable", "plugins", "--disable", "apps", "--disable", "remote_plugin"]
 
 
@@ -52,6 +66,8 @@ class CodexTarget(CliHost):
     reserved = frozenset({"exec", "e", "--json", "--experimental-json", "--ephemeral",
                           "resume", "-C", "--cd"})
     path_flags = frozenset({"--output-schema", "--add-dir", "-i", "--image"})
+    # A resumed run's ``turn.completed`` counts the whole thread (checked with 0.163).
+    cumulative_usage = True
     # Tokens: Codex's own count (observed). Cost: Codex reports tokens, not
     # money; a price is looked up (inferred). Skills: only inferable (a
     # command read a SKILL.md).
@@ -107,25 +123,54 @@ class CodexTarget(CliHost):
                 f"{done.exit_code}). Sign in with `codex login`; assay removes provider API "
                 "keys such as OPENAI_API_KEY from the CLI's environment and never passes one")
 
+    def session_of(self, finished: Finished) -> str | None:
+        """The ``thread_id`` the stream names."""
+        return read_stream(finished.lines).session_id
+
+    def resume_argv(self, argv: list[str], session: str) -> list[str]:
+        """``codex exec [the same flags] resume SESSION -``: the next message on stdin."""
+        return [*argv, "resume", session, "-"]
+
+    def system_argv(self, home: Path, system: str) -> list[str]:
+        """``developer_instructions`` in the throwaway home's ``config.toml``: a developer
+        message after Codex's own instructions, read again by each resumed run (and kept
+        once in the session). No flag: case content stays off the command line."""
+        config = home / ".codex" / "config.toml"
+        config.write_text(f"developer_instructions = {toml_string(system)}\n",
+                          encoding="utf-8")
+        return []
+
+    def turn_mark(self, home: Path) -> int:
+        """The size of the session record: a resumed run appends to it."""
+        return record_size(home / ".codex")
+
+    def merged_facets(self, turns: Sequence[dict[str, str]]) -> dict[str, str]:
+        """A later turn's facets win, and the calls found only in the session record add up."""
+        merged = super().merged_facets(turns)
+        recovered = sum(int(f.get(RECOVERED, "0")) for f in turns)
+        if recovered:
+            merged[RECOVERED] = str(recovered)
+        return merged
+
     def trace(self, finished: Finished, request: TrialRequest, prompt: str,
-              home: Path) -> Trace:
+              home: Path, since: int = 0) -> Trace:
         """The stream read into a trace; a run that never finished its turn is broken."""
         run = read_stream(finished.lines)
         if not run.finished:
             said = tail(finished.stderr) or "nothing on stderr"
             raise TrialBroken(f"codex exited with code {finished.exit_code} before its turn "
                               f"ended ({len(finished.lines)} lines of events): {said}")
-        return self._trace_of(run, finished, request, home, finished.exit_code)
+        return self._trace_of(run, finished, request, home, finished.exit_code, since)
 
     def partial_trace(self, finished: Finished, request: TrialRequest, prompt: str,
-                      home: Path) -> Trace | None:
+                      home: Path, since: int = 0) -> Trace | None:
         """The stream (and session record) so far: no turn end, no totals, no exit code."""
-        return self._trace_of(read_stream(finished.lines), finished, request, home, None)
+        return self._trace_of(read_stream(finished.lines), finished, request, home, None, since)
 
     def _trace_of(self, run: CodexRun, finished: Finished, request: TrialRequest, home: Path,
-                  exit_code: int | None) -> Trace:
+                  exit_code: int | None, since: int = 0) -> Trace:
         trial_evidence = dict(self.evidence)
-        session = read_session(home / ".codex", home / "work")
+        session = read_session(home / ".codex", home / "work", since)
         steps: int | None = None
         model = request.case.model_for(self.name) or self.facets.get("model")
         recovered = 0
@@ -154,7 +199,7 @@ class CodexTarget(CliHost):
         if model:
             facets["model"] = model
         if recovered:
-            facets["calls_from_session_record"] = str(recovered)
+            facets[RECOVERED] = str(recovered)
         events = run.events
         if session is not None and session.skills_given:
             # A mentioned skill is put in before the model runs, and the stream does not
@@ -167,3 +212,21 @@ class CodexTarget(CliHost):
             duration_s=finished.duration_s, stdout=finished.stderr, facets=facets,
             evidence=trial_evidence,
         )
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quotes, backslashes and control characters escaped
+    (a lone surrogate, which no UTF-8 file can hold, as U+FFFD)."""
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)

@@ -70,17 +70,41 @@ class Session:
     skills_given: list[str] = field(default_factory=list)
 
 
-def read_session(codex_home: Path, workdir: Path | None = None) -> Session | None:
+def _record(codex_home: Path) -> Path | None:
+    """The session record in ``codex_home``, if there is exactly one."""
+    records = sorted((codex_home / "sessions").glob("**/rollout-*.jsonl"))
+    return records[0] if len(records) == 1 else None
+
+
+def record_size(codex_home: Path) -> int:
+    """How many bytes the session record holds now (0: none yet).
+
+    A resumed session appends to the record it resumes: what one run of a
+    conversation added is what lies past the size before it (SPEC §16).
+    """
+    record = _record(codex_home)
+    try:
+        return record.stat().st_size if record is not None else 0
+    except OSError:
+        return 0
+
+
+def read_session(codex_home: Path, workdir: Path | None = None,
+                 since: int = 0) -> Session | None:
     """Codex's session record of the run, if it left exactly one.
 
     ``workdir`` is the CLI's working folder, against which a patch's relative
-    paths resolve (the stream names changed files by absolute path).
+    paths resolve (the stream names changed files by absolute path). ``since``
+    is where the run began in the record (``record_size`` before it): a turn
+    of a conversation reads only what it added.
     """
-    records = sorted((codex_home / "sessions").glob("**/rollout-*.jsonl"))
-    if len(records) != 1:
+    record = _record(codex_home)
+    if record is None:
         return None
     try:
-        text = records[0].read_text(encoding="utf-8", errors="replace")
+        with record.open("rb") as file:
+            file.seek(since)
+            text = file.read().decode("utf-8", errors="replace")
     except OSError:
         return None
     session = Session()

@@ -1,17 +1,19 @@
 """Codex's ``exec --json`` stream, and its session record, read into the facts of a trace.
 
-The stream (checked against Codex 0.163): ``thread.started``,
+The stream (checked against Codex 0.163): ``thread.started`` (its
+``thread_id``, what ``exec resume`` takes, the same in a resumed run),
 ``turn.started``, ``item.started`` / ``item.completed`` per item —
 ``agent_message``, ``command_execution`` (``command``, ``aggregated_output``,
 ``exit_code``, ``status``), ``mcp_tool_call`` (``server``, ``tool``,
 ``arguments``, ``result``, ``error``), ``file_change``, ``web_search``,
-``error`` — then ``turn.completed`` with the usage of the whole run, or
-``turn.failed``. It names tools as the host ran them, whether the model
-called them directly or from a code-mode script, so the trace names them the
-same way: ``shell`` (``{command}``), ``mcp__SERVER__TOOL``, ``apply_patch``,
-``web_search``. The last ``agent_message`` is the output; when it is the
-JSON object ``{"status": "refused", "reason": …}`` a completed turn is
-``refused`` (SPEC §4, ``events.refuse``).
+``error`` — then ``turn.completed`` with the usage of the whole run (of
+the whole thread, in a resumed run), or ``turn.failed``. It names tools as
+the host ran them, whether the model called them directly or from a
+code-mode script, so the trace names them the same way: ``shell``
+(``{command}``), ``mcp__SERVER__TOOL``, ``apply_patch``, ``web_search``.
+The last ``agent_message`` is the output; when it is the JSON object
+``{"status": "refused", "reason": …}`` a completed turn is ``refused``
+(SPEC §4, ``events.refuse``).
 
 What the stream does not say, and where it is found instead:
 
@@ -55,6 +57,8 @@ class CodexRun:
     finished: bool = False
     usage: Usage = field(default_factory=Usage)
     unreadable: int = 0
+    #: The thread the run belongs to (``thread.started``): what ``exec resume`` takes.
+    session_id: str | None = None
 
 
 def inner_command(command: str) -> str:
@@ -82,6 +86,10 @@ class _Reader:
         run = self.run
         if kind in ("item.started", "item.completed") and isinstance(item.get("item"), dict):
             self.item(t, item["item"], done=kind == "item.completed")
+        elif kind == "thread.started":
+            thread = item.get("thread_id")
+            if isinstance(thread, str) and thread:
+                run.session_id = thread
         elif kind == "turn.completed":
             usage = item.get("usage")
             if isinstance(usage, dict) and any(

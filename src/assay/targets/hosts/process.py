@@ -112,6 +112,8 @@ class Finished:
 
 #: Reads one of a process's output pipes to its end (``Kept.read``, ``_lines``).
 Reader = Callable[[asyncio.StreamReader], Awaitable[None]]
+#: Writes a process's stdin as it goes, and closes it (a conversation, SPEC §16).
+Writer = Callable[[asyncio.StreamWriter], Awaitable[None]]
 
 
 async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
@@ -132,8 +134,8 @@ async def run_cli(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
     return finished
 
 
-async def run_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stdin: bytes,
-                    stdout: Reader, stderr: Reader) -> int:
+async def run_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                    stdin: bytes | Writer, stdout: Reader, stderr: Reader) -> int:
     """Run a program in its own process group; its exit code (negative: the signal that
     ended it). On cancellation the whole group is killed, then the cancellation goes on.
 
@@ -141,7 +143,8 @@ async def run_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], s
     group, so a timeout or an interrupt leaves nothing running behind it. A
     grandchild that keeps stdout open after the program exited does not hold
     the trial: reading stops shortly after the program's own exit. ``stdin``
-    is written and closed; ``stdout`` and ``stderr`` read the pipes as they
+    is written and closed (or, a ``Writer``, writes it as it goes, and closes
+    it); ``stdout`` and ``stderr`` read the pipes as they
     fill, so what they keep is there for a caller cancelled half-way.
     ``OSError`` (and ``ValueError`` for an argument no process can take, one
     with a NUL): the program could not start.
@@ -152,7 +155,8 @@ async def run_group(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], s
         start_new_session=True,
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    helpers = [asyncio.ensure_future(_feed(proc.stdin, stdin)),
+    feed = _feed(proc.stdin, stdin) if isinstance(stdin, bytes) else stdin(proc.stdin)
+    helpers = [asyncio.ensure_future(feed),
                asyncio.ensure_future(stdout(proc.stdout)),
                asyncio.ensure_future(stderr(proc.stderr))]
     try:

@@ -76,8 +76,9 @@ class ProxyObserver:
                                  ) from None
 
     def watch(self, trial: Any) -> ProxyWatch:
-        """A route for ``trial`` (an ``exec.ExecTrial``), timed from now."""
-        return ProxyWatch(self.proxy.open_route(), self._ask_tools, self._prices,
+        """A route for ``trial`` (an ``exec.ExecTrial``), timed from the trial's start: the
+        exchanges' times and the trial's own (a conversation's turns) are on one clock."""
+        return ProxyWatch(self.proxy.open_route(trial.started), self._ask_tools, self._prices,
                           os.environ.get("OTEL_RESOURCE_ATTRIBUTES"))
 
     async def close(self) -> None:

@@ -183,5 +183,5 @@ def parsed_json(text: Any) -> Any:
         return text
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser takes: text too
         return text

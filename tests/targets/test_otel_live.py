@@ -298,6 +298,11 @@ def test_an_ask_tool_a_span_says_ran_is_an_ask_counted_once() -> None:
     own = [Event(kind="ask", name="ask_user", text="May I refund A-2?"),
            Event(kind="answer", name="ask_user", result="yes")]
     assert _merge(own, wire, []) == [("ask", "ask_user", "c-2"), ("answer", "ask_user", "c-2")]
+    # One the wire did not see (the agent asked a person itself) is kept.
+    other = [Event(kind="ask", name="ask_user", text="Which order?"),
+             Event(kind="answer", name="ask_user", result="A-2")]
+    assert _merge(other, wire, []) == [("ask", "ask_user", "c-2"), ("answer", "ask_user", "c-2"),
+                                       ("ask", "ask_user", None), ("answer", "ask_user", None)]
 
 
 # --- through `assay run` ----------------------------------------------------------------------

@@ -166,7 +166,8 @@ def tool_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[dict[str, A
     and ``.result``; where those are missing, the names of pydantic-ai's
     instrumentation version 2 (``tool_arguments``, ``tool_response``) or
     LangSmith's tool spans (the run's inputs in ``gen_ai.prompt``, its output
-    in ``gen_ai.completion``).
+    in ``gen_ai.completion``). A span with no end time, result or error (one
+    still open when a live trial ended) is a call with no result.
     """
     name = attrs.get("gen_ai.tool.name")
     call_id = attrs.get("gen_ai.tool.call.id")
@@ -177,10 +178,12 @@ def tool_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[dict[str, A
     if attrs.get("langsmith.span.kind") == "tool":
         arguments = parsed_json(attrs.get("gen_ai.prompt")) if arguments is None else arguments
         result = _run_output(attrs.get("gen_ai.completion")) if result is None else result
-    return [{"kind": "tool_call", "name": name, "call_id": call_id,
-             "arguments": parsed_json(arguments)},
-            {"kind": "tool_result", "name": name, "call_id": call_id,
-             "result": parsed_json(result), "is_error": _failed(span)}]
+    call = {"kind": "tool_call", "name": name, "call_id": call_id,
+            "arguments": parsed_json(arguments)}
+    if result is None and "endTimeUnixNano" not in span and not _failed(span):
+        return [call]  # a span still open, with nothing yet to say it finished
+    return [call, {"kind": "tool_result", "name": name, "call_id": call_id,
+                   "result": parsed_json(result), "is_error": _failed(span)}]
 
 
 def _first(attrs: dict[str, Any], *keys: str) -> Any:

@@ -21,12 +21,15 @@ Which trial a span belongs to:
   makes its spans on its own, from a queue, parented on the span that was
   current when the run was queued) is the trial's when its trace is.
 
-A span is kept when it ends; one that ends after its trial was closed is
-dropped (docs/decisions/0071-otel-in-process.md). Before a trial is closed,
-:func:`settle` waits (bounded) for the frameworks known to make their spans
-later on a thread of their own: LangSmith's client, whose queue it flushes.
-Kept spans are read as OTLP/JSON, the form of ``otel:`` files and of the
-recording proxy's receiver, by ``otel.executed_tools``: one reader.
+A span is kept as it ended. One still open when its trial is closed is
+kept as it stood then, with no end time (a tool still running: its call is
+read, and no result); what happens to it later, and a span started later,
+is not the trial's (docs/decisions/0071-otel-in-process.md). Before a trial
+is closed, :func:`settle` waits (bounded) for the frameworks known to make
+their spans later on a thread of their own: LangSmith's client, whose queue
+it flushes. Kept spans are read as OTLP/JSON, the form of ``otel:`` files
+and of the recording proxy's receiver, by ``otel.executed_tools``: one
+reader.
 """
 
 from __future__ import annotations
@@ -67,13 +70,18 @@ _installed: Collector | None = None
 
 
 class TrialSpans:
-    """The spans of one trial, as they ended, until :meth:`close`."""
+    """The spans of one trial: those that ended, and those still open, until :meth:`close`."""
 
-    __slots__ = ("parent", "dropped", "_collector", "_ended", "_traces", "_closed")
+    __slots__ = ("parent", "dropped", "_collector", "_ended", "_open", "_stood", "_traces",
+                 "_closed")
 
     def __init__(self, collector: Collector) -> None:
         self._collector = collector
         self._ended: list[ReadableSpan] = []
+        #: Spans started in the trial and not ended yet, by (trace id, span id).
+        self._open: dict[tuple[int, int], Span] = {}
+        #: Those still open at ``close``, as OTLP/JSON as they stood then.
+        self._stood: list[dict[str, Any]] = []
         self._closed = False
         #: Spans of the trial not kept, past ``MAX_SPANS``.
         self.dropped = 0
@@ -84,17 +92,13 @@ class TrialSpans:
             trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
 
     def spans(self) -> list[dict[str, Any]]:
-        """The spans kept so far, as OTLP/JSON span objects; a span that cannot be read is
-        left out."""
+        """The spans kept so far, as OTLP/JSON span objects: those that ended, then those
+        still open (once closed: open at the close) as they stand, with no end time. A span
+        that cannot be read is left out."""
         with self._collector.lock:
-            ended = list(self._ended)
-        found = []
-        for span in ended:
-            try:
-                found.append(otlp_span(span))
-            except Exception:  # a span of someone else's making: never the trial's end
-                continue
-        return found
+            kept = [*self._ended, *self._open.values()]
+            stood = list(self._stood)
+        return [*_readable(kept), *stood]
 
     def close(self) -> None:
         """Keep no more: a span of this trial that ends from now on is dropped. Idempotent."""
@@ -107,6 +111,8 @@ class Collector(SpanProcessor):
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._by_trace: dict[int, TrialSpans] = {}
+        #: The trial of each span started in one and not ended yet.
+        self._started: dict[tuple[int, int], TrialSpans] = {}
 
     def open_trial(self) -> TrialSpans:
         """A new trial's record, its trace known from now."""
@@ -125,31 +131,47 @@ class Collector(SpanProcessor):
             for trace_id in trial._traces:
                 if self._by_trace.get(trace_id) is trial:
                     del self._by_trace[trace_id]
+            for key in trial._open:
+                self._started.pop(key, None)
+            still = list(trial._open.values())
+            trial._open = {}
+        stood = _readable(still)  # read outside the lock: its owner may be writing to it
+        with self.lock:
+            trial._stood = stood
 
     def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
-        """A span started in a trial's context makes its trace the trial's."""
+        """File a span with the trial whose context started it (its trace becomes the
+        trial's), else with the trial whose trace it is in."""
+        spanned = span.get_span_context()
+        key = (spanned.trace_id, spanned.span_id)
         trial = current.get()
-        if trial is None or trial._collector is not self:
-            return
-        trace_id = span.get_span_context().trace_id
         with self.lock:
-            if not trial._closed and trace_id not in self._by_trace:
-                self._by_trace[trace_id] = trial
-                trial._traces.add(trace_id)
+            if trial is not None and trial._collector is self and not trial._closed:
+                if spanned.trace_id not in self._by_trace:
+                    self._by_trace[spanned.trace_id] = trial
+                    trial._traces.add(spanned.trace_id)
+            else:
+                trial = self._by_trace.get(spanned.trace_id)
+                if trial is None:
+                    return
+            if len(trial._ended) + len(trial._open) < MAX_SPANS:
+                trial._open[key] = span
+                self._started[key] = trial
+            else:
+                trial.dropped += 1
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Keep a span that ended in a trial's trace while the trial is open."""
+        """Keep a span of an open trial as it ended."""
         spanned = span.context
         if spanned is None:
             return
+        key = (spanned.trace_id, spanned.span_id)
         with self.lock:
-            trial = self._by_trace.get(spanned.trace_id)
+            trial = self._started.pop(key, None)
             if trial is None:
                 return
-            if len(trial._ended) < MAX_SPANS:
-                trial._ended.append(span)
-            else:
-                trial.dropped += 1
+            trial._open.pop(key, None)
+            trial._ended.append(span)
 
     def shutdown(self) -> None:
         """Nothing to hand on: the spans are read where they are."""
@@ -254,6 +276,17 @@ def _langsmith() -> Any:
 # --- a span as OTLP/JSON -------------------------------------------------------------------
 
 
+def _readable(spans: list[Any]) -> list[dict[str, Any]]:
+    """``spans`` as OTLP/JSON; a span that cannot be read is left out."""
+    found = []
+    for span in spans:
+        try:
+            found.append(otlp_span(span))
+        except Exception:  # a span of someone else's making: never the trial's end
+            continue
+    return found
+
+
 def otlp_span(span: ReadableSpan) -> dict[str, Any]:
     """``span`` as an OTLP/JSON span object (the form ``otel.resource_spans`` yields).
 
@@ -268,9 +301,10 @@ def otlp_span(span: ReadableSpan) -> dict[str, Any]:
         "traceId": f"{spanned.trace_id:032x}", "spanId": f"{spanned.span_id:016x}",
         "name": _text(span.name) if isinstance(span.name, str) else "",
         "startTimeUnixNano": str(span.start_time or 0),
-        "endTimeUnixNano": str(span.end_time or 0),
         "attributes": _attributes(span.attributes),
     }
+    if span.end_time is not None:  # still open: no end time, as no exporter would send it
+        found["endTimeUnixNano"] = str(span.end_time)
     if span.parent is not None:
         found["parentSpanId"] = f"{span.parent.span_id:016x}"
     status = span.status

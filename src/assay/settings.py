@@ -36,6 +36,7 @@ KEYS: dict[str, tuple[str | None, tuple[str, ...], type]] = {
     "upstream_openai": ("ASSAY_UPSTREAM_OPENAI", ("upstream_openai",), str),
     "upstream_anthropic": ("ASSAY_UPSTREAM_ANTHROPIC", ("upstream_anthropic",), str),
     "upstream_gemini": ("ASSAY_UPSTREAM_GEMINI", ("upstream_gemini",), str),
+    "otel": (None, ("otel",), bool),
     "hidden_dir": ("ASSAY_HIDDEN_DIR", ("hidden_dir",), str),
     "concurrency": (None, ("concurrency",), int),
     "trials": (None, ("trials",), int),
@@ -129,6 +130,8 @@ def load(path: Path | None = None) -> Settings:
         kind = KEYS[key][2]
         if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise UsageError(f"{at}: {key} is a whole number of at least 1, not {value!r}")
+        if kind is bool and not isinstance(value, bool):
+            raise UsageError(f"{at}: {key} is true or false, not {value!r}")
         if kind is str and (not isinstance(value, str) or not value.strip()):
             raise UsageError(f"{at}: {key} is a non-empty string, not {value!r}")
         values[key] = _resolved(key, value, path.parent)

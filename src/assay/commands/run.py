@@ -53,6 +53,7 @@ class RunOptions:
     upstream_openai: str | None = None
     upstream_anthropic: str | None = None
     upstream_gemini: str | None = None
+    otel: bool = False
     db: str | None = None
     no_store: bool = False
     resume: str | None = None
@@ -138,6 +139,12 @@ class RunOptions:
 @click.option("--upstream-gemini", metavar="URL",
               help="Where an exec: agent's Gemini calls go (default: GOOGLE_GEMINI_BASE_URL, "
                    "else https://generativelanguage.googleapis.com).")
+@click.option("--otel/--no-otel", default=False,
+              help="Collect the OpenTelemetry spans a python: agent's framework emits in "
+                   "process (pydantic-ai's Agent.instrument_all(), LangSmith's "
+                   "LANGSMITH_TRACING_MODE=otel), per trial, in memory: a tool the agent ran "
+                   "with no model asking is seen. Off: nothing of OpenTelemetry is set up. A "
+                   "resume goes on as the run was registered.")
 @click.option("--judge", metavar="URI",
               help="The judge of quality checks (judge, rubric): openai:MODEL, claude:MODEL "
                    "or python:module:function (imported beside the suite file), instead of "
@@ -241,6 +248,7 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                            ("openai", options.upstream_openai),
                            ("anthropic", options.upstream_anthropic),
                            ("gemini", options.upstream_gemini)) if url),
+                       otel=options.otel,
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
                        review=options.review, hidden_dir=options.hidden_dir,

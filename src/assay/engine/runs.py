@@ -59,6 +59,8 @@ class RunSettings:
     base_url: str | None = None
     #: ``--upstream-openai`` …: the real endpoints behind an ``exec:`` agent's proxy.
     upstreams: tuple[tuple[str, str], ...] = ()
+    #: ``--otel``: ``python:`` agents' in-process spans are collected per trial.
+    otel: bool = False
     #: Run each (suite, target) as the battery of this window: at most one run per
     #: suite id, agent version and window is stored (``engine.windows``).
     window: Window | None = None
@@ -283,6 +285,7 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
                                concurrency=settings.concurrency, base_url=settings.base_url,
                                upstreams=settings.upstreams, judges=settings.judges,
                                agent_cache=options.get("agent_cache") is True,
+                               otel=options.get("otel") is True,
                                adaptive=adaptive is not None,
                                max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
         _check_judges([(item, stored.target_uri)], settings)
@@ -526,7 +529,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         target = make_target(uri, target_options(item.suite, item.path.parent,
                                                  concurrency=settings.concurrency,
                                                  base_url=settings.base_url, agent_cache=cached,
-                                                 upstreams=settings.upstreams))
+                                                 upstreams=settings.upstreams,
+                                                 otel=settings.otel))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              rejudge_of=settings.rejudge_of,
@@ -546,6 +550,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
         chosen: dict[str, Any] = {"trials": settings.trials, "timeout_s": settings.timeout_s}
         if cached:  # only when on: the options of runs without it stay as they were
             chosen["agent_cache"] = True
+        if settings.otel and uri.startswith("python:"):  # the same; a resume goes on with it
+            chosen["otel"] = True
         if settings.rejudge_of is not None:
             chosen["rejudge_of"] = settings.rejudge_of
         cap = settings.max_trials if settings.adaptive else None

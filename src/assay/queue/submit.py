@@ -69,6 +69,10 @@ def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
     if settings.agent_cache:
         raise UsageError("--executor queue: --agent-cache keeps model calls in a folder of "
                          "this machine, which workers on other machines do not share")
+    if settings.otel:
+        raise UsageError("--executor queue: --otel is not carried to the workers, whose "
+                         "python: agents would run without it; run it locally, or give "
+                         "--no-otel (the settings' otel = true asks for it too)")
     if settings.keep_workspaces is not None:
         raise UsageError("--executor queue: --keep-workspaces keeps trials' folders on the "
                          "machine that ran them, and workers run them elsewhere")

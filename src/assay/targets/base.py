@@ -90,6 +90,9 @@ class TargetOptions:
     #: recording proxy, by API (``openai``, ``anthropic``, ``gemini``); unnamed, the
     #: environment's base URL or the API's own (SPEC §15).
     upstreams: tuple[tuple[str, str], ...] = ()
+    #: ``--otel``: a ``python:`` agent's in-process OpenTelemetry spans are collected per
+    #: trial (``otel_live.py``); off, nothing of OpenTelemetry is installed.
+    otel: bool = False
     #: Tools whose calls are questions to a person (SPEC §15 ``ask_tools``).
     ask_tools: tuple[str, ...] = ASK_TOOLS
 
@@ -196,5 +199,5 @@ def parsed_json(text: Any) -> Any:
         return text
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past what the parser takes: text too
         return text

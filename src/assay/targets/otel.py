@@ -160,16 +160,45 @@ def executed_tools(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def tool_events(span: dict[str, Any], attrs: dict[str, Any]) -> list[dict[str, Any]]:
-    """One ``execute_tool`` span as its ``tool_call`` and ``tool_result`` event records."""
+    """One ``execute_tool`` span as its ``tool_call`` and ``tool_result`` event records.
+
+    What the tool was given and gave back are ``gen_ai.tool.call.arguments``
+    and ``.result``; where those are missing, the names of pydantic-ai's
+    instrumentation version 2 (``tool_arguments``, ``tool_response``) or
+    LangSmith's tool spans (the run's inputs in ``gen_ai.prompt``, its output
+    in ``gen_ai.completion``). A span with no end time, result or error (one
+    still open when a live trial ended) is a call with no result.
+    """
     name = attrs.get("gen_ai.tool.name")
     call_id = attrs.get("gen_ai.tool.call.id")
     name = name if isinstance(name, str) else None
     call_id = call_id if isinstance(call_id, str) else None
-    return [{"kind": "tool_call", "name": name, "call_id": call_id,
-             "arguments": parsed_json(attrs.get("gen_ai.tool.call.arguments"))},
-            {"kind": "tool_result", "name": name, "call_id": call_id,
-             "result": parsed_json(attrs.get("gen_ai.tool.call.result")),
-             "is_error": _failed(span)}]
+    arguments = _first(attrs, "gen_ai.tool.call.arguments", "tool_arguments")
+    result = _first(attrs, "gen_ai.tool.call.result", "tool_response")
+    if attrs.get("langsmith.span.kind") == "tool":
+        arguments = parsed_json(attrs.get("gen_ai.prompt")) if arguments is None else arguments
+        result = _run_output(attrs.get("gen_ai.completion")) if result is None else result
+    call = {"kind": "tool_call", "name": name, "call_id": call_id,
+            "arguments": parsed_json(arguments)}
+    if result is None and "endTimeUnixNano" not in span and not _failed(span):
+        return [call]  # a span still open, with nothing yet to say it finished
+    return [call, {"kind": "tool_result", "name": name, "call_id": call_id,
+                   "result": parsed_json(result), "is_error": _failed(span)}]
+
+
+def _first(attrs: dict[str, Any], *keys: str) -> Any:
+    return next((attrs[key] for key in keys if attrs.get(key) is not None), None)
+
+
+def _run_output(completion: Any) -> Any:
+    """A LangSmith run's output (``{"output": …}``); a tool message as its content."""
+    parsed = parsed_json(completion)
+    if not isinstance(parsed, dict) or "output" not in parsed:
+        return parsed
+    output = parsed["output"]
+    if isinstance(output, dict) and output.get("type") == "tool" and "content" in output:
+        return output["content"]
+    return output
 
 
 def _nanos(value: Any) -> int:

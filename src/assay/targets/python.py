@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import io
@@ -53,6 +54,19 @@ def _json_output(value: Any) -> Any:
                           f"{exc}") from None
 
 
+def _span_collection(uri: str) -> Any:
+    """``otel_live`` with its collector installed; ``HarnessFailure`` when it cannot be."""
+    try:
+        from . import otel_live
+    except ImportError:
+        from ..install_hints import extra
+
+        raise HarnessFailure(f"target {uri}: --otel collects spans with the OpenTelemetry "
+                             f"SDK, and {extra('otel', 'opentelemetry-sdk')}") from None
+    otel_live.install()
+    return otel_live
+
+
 class PythonTarget:
     """Calls ``function(input)`` or ``function(input, tools)``; awaits it if async.
 
@@ -73,6 +87,8 @@ class PythonTarget:
         self._is_async = False
         self._threads: AgentThreads | None = None
         self._capture: Any = None
+        #: ``otel_live`` once started with ``--otel``: the spans of each trial are collected.
+        self._spans: Any = None
         #: The price table the wire's token counts are priced by (loaded at start).
         self._prices: Any = None
         # The evidence map of a trace, by (tokens unreported, cost unreported).
@@ -106,6 +122,9 @@ class PythonTarget:
         from .wire.capture import install
 
         install()
+        if self.options.otel:
+            # After the import: a provider the agent's module set is the one to add to.
+            self._spans = _span_collection(self.uri)
         from .prices import load_prices
 
         self._prices = load_prices()
@@ -130,12 +149,14 @@ class PythonTarget:
         output: Any = None
         buffer = io.StringIO()
         recorder = Recorder(started)
+        spans = self._spans.open_trial() if self._spans is not None else None
         # Should the agent hang, its calls so far are the trial's record.
         request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
                                                  "timeout", None, started, buffer,
-                                                 tools.tool_calls, recorder))
+                                                 tools.tool_calls, recorder, spans))
+        answered = False  # the agent returned or ended the trial itself
         try:
-            with recording(recorder):
+            with recording(recorder), self._collecting(spans):
                 if self._is_async:
                     token = _sink.set(buffer)
                     try:
@@ -144,10 +165,11 @@ class PythonTarget:
                         _sink.reset(token)
                 else:
                     output = await self._call_sync(request, tools, buffer)
+            answered = True
         except AgentError as exc:
-            status, error = "error", str(exc)
+            status, error, answered = "error", str(exc), True
         except Refused as exc:
-            status, error = "refused", str(exc)
+            status, error, answered = "refused", str(exc), True
         except AgentCrash as exc:
             raise TrialBroken(f"agent raised {exc}") from None
         except asyncio.CancelledError:
@@ -157,16 +179,35 @@ class PythonTarget:
             raise TrialBroken("agent raised CancelledError") from None
         except (Exception, SystemExit) as exc:
             raise TrialBroken(f"agent raised {type(exc).__name__}: {exc}") from None
+        finally:
+            if spans is not None and not answered:
+                spans.close()  # broken, timed out or interrupted: nothing is waited for
+        if spans is not None:
+            await self._settled(spans)
         output = _json_output(output)
         events = list(tools.events)
         if status == "ok":
             events.append(Event(kind="message", text=output if isinstance(output, str) else None))
         return self._trace(request, tools, events, output, status, error, started, buffer,
-                           tools.tool_calls + 1, recorder)
+                           tools.tool_calls + 1, recorder, spans)
+
+    def _collecting(self, spans: Any) -> Any:
+        """The trial's span collection (``--otel``), else nothing."""
+        if spans is None:
+            return contextlib.nullcontext()
+        return self._spans.collecting(spans)
+
+    async def _settled(self, spans: Any) -> None:
+        """Close the trial's span record, once what a framework makes later has come."""
+        try:
+            if self._spans.settles():
+                await asyncio.to_thread(self._spans.settle)
+        finally:
+            spans.close()
 
     def _trace(self, request: TrialRequest, tools: Tools, events: list[Event], output: Any,
                status: Status, error: str | None, started: float, buffer: io.StringIO,
-               steps: int, recorder: Recorder) -> Trace:
+               steps: int, recorder: Recorder, spans: Any = None) -> Trace:
         spent = tools.spent
         # The Trace copies both maps as it validates them: shared ones are safe here.
         given = self._given[(spent.tokens is None, spent.cost_usd is None)]
@@ -189,15 +230,27 @@ class PythonTarget:
             stdout=buffer.getvalue(), facets=facets, evidence=given, state=state.value,
         )
         exchanges = recorder.exchanges()
-        if not exchanges:
+        ran: list[dict[str, Any]] = []
+        if spans is not None:
+            try:
+                from .otel import executed_tools
+
+                ran = executed_tools(spans.spans())
+                for record in ran:
+                    Event(**record)  # what with_wire makes of it: checked here
+            except Exception as exc:  # a reader's bug must not cost the trial its record
+                note = f"the trial's spans could not be read ({type(exc).__name__})"
+                trace = trace.model_copy(update={"facets": {**trace.facets, "otel": note}})
+        if not exchanges and not ran:
             return trace
-        # What its model said, seen on the wire, merged once with its own record.
+        # What its model said, seen on the wire, and the tools its spans say it ran,
+        # merged once with its own record (docs/decisions/0070, 0071).
         from .wire.fold import read_exchanges
         from .wire.observed import with_wire
 
         facts = read_exchanges(exchanges, ask_tools=self.options.ask_tools,
-                               prices=self._prices)
-        return with_wire(trace, facts)
+                               prices=self._prices) if exchanges else None
+        return with_wire(trace, facts, ran, self.options.ask_tools)
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:
         def call() -> Any:

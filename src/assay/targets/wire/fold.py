@@ -279,8 +279,11 @@ class _Fold:
 
 
 def _question(asked: ToolCall) -> str:
+    return question(asked.arguments)
+
+
+def question(arguments: Any) -> str:
     """An ask's question: its ``question`` argument, its one text argument, else its arguments."""
-    arguments = asked.arguments
     if isinstance(arguments, str):
         return arguments
     if isinstance(arguments, dict):

@@ -14,25 +14,33 @@ so that no fact is counted twice (docs/decisions/0070-wire-in-traces.md):
   without any model asking) is added, with its result;
 - tokens the agent reported of itself (``tools.usage``, inferred) give way
   to the wire's (observed); a figure the wire could not give stays the
-  agent's, or unavailable.
+  agent's, or unavailable;
+- a span's run of a tool named in ``ask_tools`` is an ask (and its result
+  the answer), as the wire reads the model's call of it: the same ask, by
+  call id or question, is one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from ...model import Event, Evidence, Trace
-from .fold import WireFacts
+from ..base import ASK_TOOLS
+from .fold import WireFacts, question
 
 #: The facts the wire speaks to, when it saw model calls.
 WIRE_FACTS = ("tool_calls", "asks", "tokens", "cost", "steps")
+#: The events that are a call (a tool's, or an ask), and those that answer one.
+_CALLS = ("tool_call", "ask")
+_RESULTS = ("tool_result", "answer")
 
 
 def with_wire(trace: Trace, facts: WireFacts | None,
-              spans: Iterable[dict[str, Any]] = ()) -> Trace:
+              spans: Iterable[dict[str, Any]] = (),
+              ask_tools: Collection[str] = ASK_TOOLS) -> Trace:
     """``trace`` with the wire's facts and the tools the spans say were run, merged."""
-    span_events = [Event(**record) for record in spans]
+    span_events = _spanned(spans, ask_tools)
     if facts is None or not facts.model_calls:
         # No model call seen: only the notes of other exchanges (``http`` events: the
         # agent fetched a page, called a service) and the tools the spans say were run.
@@ -61,32 +69,55 @@ def with_wire(trace: Trace, facts: WireFacts | None,
     return trace.model_copy(update=update)
 
 
+def _spanned(records: Iterable[dict[str, Any]], ask_tools: Collection[str]) -> list[Event]:
+    """The spans' tool events; a run of an ask tool as an ask and its answer."""
+    events = []
+    for record in records:
+        event = Event(**record)
+        if event.name is not None and event.name in ask_tools:
+            if event.kind == "tool_call":
+                event = Event(kind="ask", name=event.name, call_id=event.call_id,
+                              text=question(event.arguments), t=event.t)
+            elif event.kind == "tool_result":
+                event = event.model_copy(update={"kind": "answer"})
+        events.append(event)
+    return events
+
+
+def _twins(a: Event, b: Event) -> bool:
+    """The same call, told by two observers with no call id in common: the same tool with
+    the same arguments, or the same ask with the same question."""
+    if a.kind != b.kind or a.name != b.name:
+        return False
+    return a.text == b.text if a.kind == "ask" else a.arguments == b.arguments
+
+
 def _merged(first: Sequence[Event], more: Sequence[Event]) -> list[Event]:
     """``first``, then the calls of ``more`` (with their results) that ``first`` has not.
 
-    A call in both is one call: the same ``call_id``, else the same name and
-    arguments, each of ``first``'s calls matched at most once, in order. When
-    ``first`` says such a call was never answered (the wire saw no result go
-    back to the model) and ``more`` saw it run, the run's result stands in for
-    that note: the tool did run. Events of ``more`` that are not tool calls or
-    results (messages, asks) are left out when ``first`` holds any: ``first``
-    is the fuller record.
+    A call — a tool call or an ask — in both is one call: the same
+    ``call_id``, else the same name and arguments (an ask: the same
+    question), each of ``first``'s calls matched at most once, in order.
+    When ``first`` says such a call was never answered (the wire saw no
+    result go back to the model) and ``more`` saw it run, the run's result
+    stands in for that note: the tool did run. Events of ``more`` that are
+    neither calls nor their results (messages) are left out when ``first``
+    holds any: ``first`` is the fuller record.
     """
     if not more:
         return list(first)
     if not first:
         return list(more)
     merged = list(first)
-    ids = {e.call_id for e in first if e.kind == "tool_call" and e.call_id is not None}
-    unmatched = [e for e in first if e.kind == "tool_call"]
+    ids = {e.call_id for e in first if e.kind in _CALLS and e.call_id is not None}
+    unmatched = [e for e in first if e.kind in _CALLS]
     twin_of: dict[str | None, str | None] = {}  # a call id of ``more`` → its twin's id
     last: tuple[bool, str | None] = (False, None)  # (added?, twin id) of the call just seen
     added: list[Event] = []
     for event in more:
-        if event.kind == "tool_call":
+        if event.kind in _CALLS:
             twin = None if event.call_id in ids else next(
-                (e for e in unmatched
-                 if e.name == event.name and e.arguments == event.arguments), None)
+                (e for e in unmatched if _twins(e, event)), None)
             if twin is not None:
                 unmatched.remove(twin)
             same = event.call_id if event.call_id in ids else twin.call_id if twin else None
@@ -95,7 +126,7 @@ def _merged(first: Sequence[Event], more: Sequence[Event]) -> list[Event]:
                 twin_of[event.call_id] = None if last[0] else same
             if last[0]:
                 added.append(event)
-        elif event.kind == "tool_result":
+        elif event.kind in _RESULTS:
             if event.call_id is not None and event.call_id in twin_of:
                 keep, same = twin_of[event.call_id] is None, twin_of[event.call_id]
             else:

@@ -47,7 +47,7 @@ class ProxyWatch:
                 # other way. Either way nothing was seen, and none is not "observed".
                 unseen = {fact: Evidence.UNAVAILABLE for fact in WIRE_FACTS}
                 return trace.model_copy(update={"evidence": {**trace.evidence, **unseen}})
-            return with_wire(trace, facts, ran)
+            return with_wire(trace, facts, ran, self._ask_tools)
         except Exception as error:  # a reader's bug must not cost the trial its record
             note = f"the recorded model traffic could not be read ({type(error).__name__})"
             return trace.model_copy(update={"facets": {**trace.facets, "wire": note}})

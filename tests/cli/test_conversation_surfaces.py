@@ -7,12 +7,16 @@ loopback (tests/conversation_run.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from ..conversation_run import CANARY, HOSTILE, USER_FIRST, USER_SECOND, record, serve
+from ..conversation_run import CANARY, HOSTILE, USER_FIRST, USER_SECOND, record, serve, write
 from ..store.test_erasure import cells
 from .conftest import Project
 
@@ -20,13 +24,16 @@ pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
-def _made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def server() -> Iterator[Any]:
+    served = serve()
+    yield served
+    served.close()
+
+
+@pytest.fixture(scope="module")
+def _made(tmp_path_factory: pytest.TempPathFactory, server: Any) -> dict[str, Any]:
     """The run, made once; each test gets a copy of its folder and store."""
-    server = serve()
-    try:
-        return record(Project(tmp_path_factory.mktemp("talk")), server.url)
-    finally:
-        server.close()
+    return record(Project(tmp_path_factory.mktemp("talk")), server.url)
 
 
 @pytest.fixture
@@ -117,3 +124,25 @@ def test_a_run_folded_again_from_the_store_keeps_its_turns(recorded: dict[str, A
             assert sum(t.turns is not None for t in trials.values()) == 3  # the hidden one too
     finally:
         store.close()
+
+
+def test_pytest_shows_a_failing_conversation_in_its_failure(project: Project,
+                                                             server: Any) -> None:
+    write(project)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ASSAY_", "PYTEST_XDIST", "PYTEST_CURRENT"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "evals/", "-v",
+         "--assay-no-store"], cwd=project.root, capture_output=True, text=True, timeout=300,
+        env={**env, "COLUMNS": "200", "ASSAY_OPENAI_BASE_URL": server.url},
+        stdin=subprocess.DEVNULL)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "change-flight: fail: " in out
+    assert "trial 1 (fail), the conversation:" in out
+    assert f"  turn 1   user: {USER_FIRST.replace(chr(27), '␛')}" in out
+    assert "           calls: update_booking" in out
+    assert "           agent: Which one: 9am or 5pm? <script>window.__pwned" in out
+    assert f"  turn 2   user: {USER_SECOND}" in out
+    assert "says-hello PASSED" in out and "holdout-1 FAILED" in out
+    assert "\x1b[31m" not in out and CANARY not in out and CANARY.lower() not in out

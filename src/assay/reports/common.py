@@ -112,6 +112,23 @@ def turn_lines(turn: TurnSummary) -> list[tuple[str, str]]:
     return lines
 
 
+def conversation_lines(trial: TrialResult, indent: str = "") -> list[str]:
+    """A trial's turns as plain lines (each message inert, on one line): ``turn N  user:
+    …``, ``calls: …``, ``agent: …``, then how many turns were left out, if any."""
+    from .safe import inert
+
+    turns, left_out = listed_turns(trial)
+    lines = []
+    for turn in turns:
+        head = f"turn {turn.turn}"
+        for who, what in turn_lines(turn):
+            lines.append(f"{indent}{head:<8} {who}: {inert(what, one_line=True)}")
+            head = ""
+    if left_out is not None:
+        lines.append(f"{indent}{left_out}")
+    return lines
+
+
 def has_scores(report: Report) -> bool:
     """Whether any shown case has a number from opinions (a ``score`` column is then shown)."""
     from ..model.result import KeptCases

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from .common import changes_text, listed_turns, turn_lines, write_file
+from .common import changes_text, conversation_lines, write_file
 from .safe import inert
 
 if TYPE_CHECKING:
@@ -111,15 +111,7 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
         if changed is not None:
             lines.append(f"  workspace: {changed}")
         if trial.turns and trial.outcome != "pass":  # the conversation (SPEC §16)
-            lines.append("  conversation:")
-            turns, left_out = listed_turns(trial)
-            for turn in turns:
-                head = f"turn {turn.turn}"
-                for who, what in turn_lines(turn):
-                    lines.append(f"    {head:<8} {who}: {inert(what, one_line=True)}")
-                    head = ""
-            if left_out is not None:
-                lines.append(f"    {left_out}")
+            lines += ["  conversation:", *conversation_lines(trial, "    ")]
     detail.text = inert("\n".join(lines))
 
 

@@ -132,3 +132,29 @@ def test_a_long_conversation_lists_its_first_turns_and_counts_the_rest() -> None
     # The JSON report keeps every turn.
     [case] = report.to_json_dict()["cases"]
     assert len(case["trials"][0]["turns"]) == TURNS_LISTED + 5
+
+
+def test_a_report_read_back_from_its_spool_shows_the_same_conversations() -> None:
+    # A battery's (and a stored run's) cases are read back as asked for: only the public
+    # cases that did not pass are read for their turns, with the same result.
+    from assay.engine.spool import CaseSpool
+    from assay.grading.report import tallied_report
+    from assay.grading.tally import Tally
+    from assay.model.result import KeptCases
+
+    whole = _report()
+    listed = [_case("change-flight", _talk(("Move ABC123 to Friday. " + HOSTILE,
+                                            ["update_booking"], "9am or 5pm? " + HOSTILE),
+                                           ("9am.", [], None))),
+              _case("says-hello", _talk(("PASSING-USER hi", [], "PASSING-REPLY hello")),
+                    failing=False),
+              _case(f"{CANARY}-id", _talk((f"{CANARY} user", ["lookup"], f"{CANARY} reply")),
+                    split="hidden")]
+    spool = CaseSpool(len(listed))
+    for index, case in enumerate(listed):
+        spool.put(index, case)
+    kept = redact(tallied_report(INFO, Tally.of(listed), spool))
+    assert isinstance(kept.cases, KeptCases)
+    assert _terminal(kept, colour=False) == _terminal(whole, colour=False)
+    assert markdown([kept]) == markdown([whole])
+    assert _junit(kept) == _junit(whole)

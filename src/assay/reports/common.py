@@ -75,9 +75,18 @@ def talked_cases(report: Report) -> list[tuple[str, TrialResult]]:
     one's first trial that did not pass and holds turns, at most ``CONVERSATIONS_LISTED``.
     Hidden cases are never here: what was said in them is hidden content (SPEC §16)."""
     from ..model import CaseResult
+    from ..model.result import KeptCases
 
+    cases = report.cases
+    if isinstance(cases, KeptCases):  # read back as asked for: only the public failures read
+        wanted = [i for i, (outcome, split) in enumerate(zip(cases.outcomes(), cases.splits(),
+                                                             strict=True))
+                  if outcome != "pass" and split == "public"]
+        candidates: Iterable[CaseResult | HoldoutResult] = (cases[i] for i in wanted)
+    else:
+        candidates = cases
     found: list[tuple[str, TrialResult]] = []
-    for case in report.cases:
+    for case in candidates:
         if not isinstance(case, CaseResult) or case.split != "public" or \
                 case.outcome == "pass":
             continue

@@ -163,7 +163,8 @@ class CaseItem(pytest.Item):
         if case.outcome != "pass":
             if case.split == "hidden":  # a hidden case says nothing but its outcome
                 raise CaseFailed(f"{case.outcome}")
-            raise CaseFailed(f"{case.outcome}: {case.reason or 'see the report'}")
+            raise CaseFailed(f"{case.outcome}: {case.reason or 'see the report'}"
+                             + _conversation(case))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: Any = None) -> str:
@@ -178,6 +179,18 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Where the case is written (a hidden case: its suite only)."""
         return self.path, None if self.line is None else self.line - 1, f"case {self.name}"
+
+
+def _conversation(case: CaseResult) -> str:
+    """A conversation's turns under its failure (SPEC §16): its first trial that did not
+    pass, as the terminal shows it under the table; nothing for a single question."""
+    from .reports.common import conversation_lines
+
+    trial = next((t for t in case.trials if t.outcome != "pass" and t.turns), None)
+    if trial is None:
+        return ""
+    lines = conversation_lines(trial, "  ")
+    return f"\ntrial {trial.n} ({trial.outcome}), the conversation:\n" + "\n".join(lines)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

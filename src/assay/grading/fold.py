@@ -24,6 +24,7 @@ from typing import Any
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
 from ..model.suite import Case
 from ..model.trace import Trace, Usage
+from ..model.turns import summary
 from .stats import EPSILON, pass_hat_k, straddles, wilson
 
 #: Families whose verdicts are binary over trials: one breach is a breach.
@@ -88,6 +89,7 @@ def fold_trial(
         verdicts=list(verdicts),
         changes=trace.workspace.changes.files if trace is not None
         and trace.workspace is not None else None,
+        turns=summary(trace),
         trace=trace,
         opinions=dict(opinions or {}),
     )

@@ -19,6 +19,7 @@ from .changes import FileChange
 from .evidence import Evidence
 from .storable import storable_note
 from .trace import Trace, Usage
+from .turns import TurnSummary
 
 Outcome = Literal["pass", "fail", "inconclusive"]
 TrialOutcome = Literal["pass", "fail", "inconclusive", "broken"]
@@ -63,6 +64,10 @@ class TrialResult(BaseModel):
     #: paths with size and digest (the diff stays in the trace).
     changes: list[FileChange] | None = Field(default=None,
                                               exclude_if=lambda value: value is None)
+    #: A conversation's turns (SPEC §16), each its user message, the tools called and the
+    #: reply, texts cut (``model.turns``; the trace has them whole); absent otherwise.
+    turns: list[TurnSummary] | None = Field(default=None,
+                                            exclude_if=lambda value: value is None)
     trace: Trace | None = Field(default=None, exclude=True)
     #: What judges said of the trace (``judging.Opinion`` s), by assertion position;
     #: kept in the store and the ledger, never in the report.

@@ -12,6 +12,7 @@ from ..grading.scores import shortfalls
 
 if TYPE_CHECKING:
     from ..model import CaseResult, HoldoutResult, Report, TrialResult
+    from ..model.turns import TurnSummary
 
 
 def pct(value: float | None) -> str:
@@ -63,6 +64,78 @@ def changed_cases(report: Report) -> list[tuple[str, int, str]]:
             if len(found) == CHANGES_LISTED:
                 break
     return found
+
+
+#: Conversations of cases that did not pass that the terminal, Markdown and JUnit show.
+CONVERSATIONS_LISTED = 10
+
+
+def talked_cases(report: Report) -> list[tuple[str, TrialResult]]:
+    """(case id, trial) for the public cases that are conversations and did not pass: each
+    one's first trial that did not pass and holds turns, at most ``CONVERSATIONS_LISTED``.
+    Hidden cases are never here: what was said in them is hidden content (SPEC §16)."""
+    from ..model import CaseResult
+    from ..model.result import KeptCases
+
+    cases = report.cases
+    if isinstance(cases, KeptCases):  # read back as asked for: only the public failures read
+        wanted = [i for i, (outcome, split) in enumerate(zip(cases.outcomes(), cases.splits(),
+                                                             strict=True))
+                  if outcome != "pass" and split == "public"]
+        candidates: Iterable[CaseResult | HoldoutResult] = (cases[i] for i in wanted)
+    else:
+        candidates = cases
+    found: list[tuple[str, TrialResult]] = []
+    for case in candidates:
+        if not isinstance(case, CaseResult) or case.split != "public" or \
+                case.outcome == "pass":
+            continue
+        trial = next((t for t in case.trials if t.outcome != "pass" and t.turns), None)
+        if trial is not None:
+            found.append((case.id, trial))
+            if len(found) == CONVERSATIONS_LISTED:
+                break
+    return found
+
+
+#: Turns of one conversation those surfaces show; the rest are counted (the report has all).
+TURNS_LISTED = 20
+
+
+def listed_turns(trial: TrialResult) -> tuple[list[TurnSummary], str | None]:
+    """The turns of ``trial`` a summary shows and, when some are left out, the line saying so."""
+    turns = trial.turns or []
+    if len(turns) <= TURNS_LISTED:
+        return turns, None
+    return turns[:TURNS_LISTED], (f"… {len(turns) - TURNS_LISTED} more turn(s); the JSON "
+                                  "report has every turn")
+
+
+def turn_lines(turn: TurnSummary) -> list[tuple[str, str]]:
+    """One turn as (who, what) lines, in the order they happened: the user's message, the
+    tools the agent called, its reply (or that it gave none)."""
+    lines = [("user", turn.user if turn.user is not None else "(no message recorded)")]
+    if turn.calls:
+        lines.append(("calls", ", ".join(turn.calls)))
+    lines.append(("agent", turn.reply if turn.reply is not None else "(no reply)"))
+    return lines
+
+
+def conversation_lines(trial: TrialResult, indent: str = "") -> list[str]:
+    """A trial's turns as plain lines (each message inert, on one line): ``turn N  user:
+    …``, ``calls: …``, ``agent: …``, then how many turns were left out, if any."""
+    from .safe import inert
+
+    turns, left_out = listed_turns(trial)
+    lines = []
+    for turn in turns:
+        head = f"turn {turn.turn}"
+        for who, what in turn_lines(turn):
+            lines.append(f"{indent}{head:<8} {who}: {inert(what, one_line=True)}")
+            head = ""
+    if left_out is not None:
+        lines.append(f"{indent}{left_out}")
+    return lines
 
 
 def has_scores(report: Report) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import quoteattr
 
-from .common import changes_text, write_file
+from .common import changes_text, conversation_lines, write_file
 from .safe import inert
 
 if TYPE_CHECKING:
@@ -110,6 +110,8 @@ def _testcase(parent: ET.Element, report: Report, case: CaseResult | HoldoutResu
         changed = changes_text(trial)
         if changed is not None:
             lines.append(f"  workspace: {changed}")
+        if trial.turns and trial.outcome != "pass":  # the conversation (SPEC §16)
+            lines += ["  conversation:", *conversation_lines(trial, "    ")]
     detail.text = inert("\n".join(lines))
 
 

@@ -13,9 +13,12 @@ from .common import (
     changed_cases,
     has_scores,
     listed_cases,
+    listed_turns,
     pct,
     score_cell,
+    talked_cases,
     trials_text,
+    turn_lines,
     verdict_line,
     why,
     write_file,
@@ -75,6 +78,21 @@ def markdown(reports: list[Report]) -> str:
             out += ["", "What the agent changed in its workspace (cases that did not pass):", ""]
             out += [f"- {markdown_text(case_id)}, trial {n}: {markdown_text(text, limit=MAX_WHY)}"
                     for case_id, n, text in changed]
+        talked = talked_cases(report)
+        if talked:
+            out += ["", "Conversations of the cases that did not pass (a trial that did not "
+                        "pass):"]
+            for case_id, trial in talked:
+                out += ["", f"**{markdown_text(case_id)}**, trial {trial.n} ({trial.outcome}):",
+                        "", "| turn | who | said |", "|---|---|---|"]
+                turns, left_out = listed_turns(trial)
+                for turn in turns:
+                    number = str(turn.turn)
+                    for who, what in turn_lines(turn):
+                        out.append(f"| {number} | {who} | {markdown_text(what, limit=MAX_WHY)} |")
+                        number = ""
+                if left_out is not None:
+                    out += ["", markdown_text(left_out)]
         out.append("")
     return "\n".join(out)
 

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import CaseResult, Report
+from ..model import CaseResult, Report, TrialResult
 from .common import (
     changed_cases,
     has_scores,
     listed_cases,
+    listed_turns,
     pct,
     score_cell,
+    talked_cases,
     trials_text,
+    turn_lines,
     verdict_line,
     why,
 )
@@ -64,7 +67,25 @@ def print_report(console: Console, report: Report) -> None:
     for case_id, n, text in changed_cases(report):
         console.print(shown(f"{case_id} trial {n} changed: {text}", one_line=True,
                             limit=MAX_WHY), markup=False)
+    for case_id, trial in talked_cases(report):
+        print_conversation(console, case_id, trial)
     print_scores(console, report)
+
+
+def print_conversation(console: Console, case_id: str, trial: TrialResult) -> None:
+    """A conversation trial's turns under the table, a line each for what the user said,
+    the tools the agent called and what it replied (SPEC §16)."""
+    console.print(shown(f"{case_id} trial {trial.n} ({trial.outcome}), the conversation:",
+                        one_line=True, limit=MAX_WHY), markup=False)
+    turns, left_out = listed_turns(trial)
+    for turn in turns:
+        head = f"  turn {turn.turn}"
+        for who, what in turn_lines(turn):
+            console.print(shown(f"{head:<9} {who:<5}  {what}", one_line=True, limit=MAX_WHY),
+                          markup=False)
+            head = ""
+    if left_out is not None:
+        console.print(f"  {left_out}", markup=False)
 
 
 def print_scores(console: Console, report: Report) -> None:

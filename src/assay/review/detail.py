@@ -178,7 +178,17 @@ def _trace_summary(out: Text, trace: Trace) -> None:
 
 def _event(out: Text, event: Event) -> None:
     name = inert(event.name or "", one_line=True)
-    if event.kind == "message":
+    if event.kind == "user":  # a conversation's turn opens with what the user said (SPEC §16)
+        out.append(f"── turn {event.turn if event.turn is not None else '?'} ", style="bold")
+        out.append("\n")
+        out.append("user ", style="bold cyan")
+        out.append(_cut(inert(event.text or "")))
+        out.append("\n")
+    elif event.kind == "reply":  # ... and closes with the agent's answer
+        out.append("agent replied ", style="bold green")
+        out.append(_value(event.result))
+        out.append("\n")
+    elif event.kind == "message":
         if event.text is not None:  # (a target notes a reply with no text: the output says it)
             out.append("message ", style="bold")
             out.append(_cut(inert(event.text)))

@@ -34,6 +34,7 @@ from .runs.trials import OPINION_TEXTS, Holder
 if TYPE_CHECKING:  # the models are imported where used: the writer process never needs them
     from ..model.result import Report, TrialResult
     from ..model.trace import Trace
+    from ..model.turns import TurnSummary
 
 DEFAULT_URL = "sqlite:///.assay/assay.db"
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -502,11 +503,13 @@ class Store:
 
         ``cases``: only the trials of these case ids (a queue worker's chunk).
         ``for_folding``: only what folding reads (a queue's seal): of each trace, only
-        the model that answered (``grading.fold``), not the whole trace. (Opinions are
-        read: the report's cost counts what the judges cost.)
+        the model that answered (``grading.fold``) and a conversation's turns (the
+        report keeps their summary), not the whole trace. (Opinions are read: the
+        report's cost counts what the judges cost.)
         """
         from ..model.result import TrialResult, Verdict
         from ..model.trace import Trace, Usage
+        from ..model.turns import summary
 
         t, v, b = schema.trials.c, schema.verdicts.c, schema.blobs.c
         some_v = () if cases is None else (v.case_id.in_(sorted(cases)),)
@@ -528,30 +531,43 @@ class Store:
                               b.content)
                     .outerjoin(schema.blobs, b.digest == t.trace_digest)
                     .where(t.run_id == run_id, *some_t)):
+                turns = None
                 if y.content is None:
                     trace = None
                 elif for_folding:
-                    trace = _served_model(y.content)
+                    trace, turns = _served_model(y.content)
                 else:
                     trace = Trace.model_validate_json(y.content)
+                    turns = summary(trace)
                 results[(y.case_id, y.n)] = TrialResult(
                     n=y.n, outcome=y.outcome, reason=y.reason, duration_s=y.duration_s,
                     usage=Usage.model_validate(y.usage),
                     verdicts=verdicts.get((y.case_id, y.n), []), trace=trace,
-                    opinions=opinions.get((y.case_id, y.n), {}))
+                    opinions=opinions.get((y.case_id, y.n), {}), turns=turns)
         return results
 
 
-def _served_model(content: bytes) -> Trace | None:
-    """A stand-in trace holding only the model a stored trace names in its facets (or None)."""
+def _served_model(content: bytes) -> tuple[Trace | None, list[TurnSummary] | None]:
+    """A stand-in trace holding only the model a stored trace names in its facets (or None),
+    and the summary of its turns when it is a conversation (the report keeps it)."""
     from ..model.trace import Trace
+    from ..model.turns import TURN_KINDS, summary
 
     try:
-        facets = json.loads(content).get("facets")
+        data = json.loads(content)
+        facets = data.get("facets")
     except (ValueError, AttributeError):
-        return None
+        return None, None
     model = facets.get("model") if isinstance(facets, dict) else None
-    return Trace(facets={"model": model}) if isinstance(model, str) else None
+    served = Trace(facets={"model": model}) if isinstance(model, str) else None
+    events = data.get("events")
+    if not isinstance(events, list) or not any(
+            isinstance(e, dict) and e.get("kind") in TURN_KINDS for e in events):
+        return served, None
+    try:
+        return served, summary(Trace.model_validate({"events": events}))
+    except ValueError:  # events this version does not read: no summary, as with no trace
+        return served, None
 
 
 def _opinions(connection: Connection, run_id: str, *, case_id: str | None = None,

@@ -301,6 +301,10 @@ def _opinion_texts(connection: Connection, case_id: str, run_id: str | None) -> 
     return found
 
 
+#: What a conversation's erased messages read in the stored suite (a message is never empty).
+ERASED = "(erased)"
+
+
 def _blank_suite(text: str | None, case_id: str) -> tuple[str | None, bool]:
     """The stored suite with the case's input, arguments and paths nulled; and whether it held it.
 
@@ -321,6 +325,12 @@ def _blank_suite(text: str | None, case_id: str) -> tuple[str | None, bool]:
         for assertion in case.get("expect", []):
             assertion["arg"] = None
             assertion["path"] = None
+        # A conversation's scripted messages and a simulated user's instructions (SPEC §16)
+        # stand in place, so the stored case still loads as the conversation it was.
+        if isinstance(case.get("turns"), list):
+            case["turns"] = [ERASED] * len(case["turns"])
+        if isinstance(case.get("user"), dict) and "instructions" in case["user"]:
+            case["user"]["instructions"] = ERASED
     if not hit:
         return text, False
     data["erased"] = sorted({*data.get("erased", []), case_id})
@@ -357,6 +367,10 @@ def _blank_report(text: str | None, case_id: str) -> tuple[str | None, bool]:
             for verdict in trial.get("verdicts", []):
                 verdict["note"] = ""
                 verdict["assertion"] = verdict.get("check") or _check_name(verdict["assertion"])
+            for turn in trial.get("turns") or []:  # a conversation's messages (SPEC §16)
+                for said in ("user", "reply"):
+                    if turn.get(said):
+                        turn[said] = ""
     if not hit:
         return text, False
     try:

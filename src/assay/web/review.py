@@ -184,7 +184,7 @@ def _trace(stored: bytes | None) -> dict[str, Any] | None:
         "status": trace.status, "duration_s": trace.duration_s, "steps": trace.steps,
         "tokens": trace.usage.tokens, "cost_usd": trace.usage.cost_usd,
         "partial": trace.partial, "error": None if trace.error is None else _text(trace.error),
-        "events": [{"kind": e.kind, "name": e.name, "is_error": e.is_error,
+        "events": [{"kind": e.kind, "name": e.name, "is_error": e.is_error, "turn": e.turn,
                     "text": None if e.text is None else _text(e.text),
                     "value": _value(e.arguments if e.kind in ("tool_call", "message")
                                     else e.result)}

@@ -25,7 +25,7 @@ from starlette.responses import Response
 from .render import BadRequest, NotFound, path_part, respond
 
 if TYPE_CHECKING:
-    from ..model import Trace
+    from ..model import Event, Trace
     from ..store.runs.trial_evidence import HiddenTrial, PublicTrial, Step
 
 router = APIRouter()
@@ -179,7 +179,46 @@ def _trace(found: PublicTrial, trace: Trace | None) -> dict[str, Any]:
     # The tool fixture's final state (SPEC §14) under its own name: ``state`` here says
     # whether the trace is stored at all.
     final = fields.pop("state", None)
-    return {"state": "stored", "digest": digest, **fields, "final_state": final}
+    return {"state": "stored", "digest": digest, **fields, "final_state": final,
+            "conversation": _conversation(trace)}
+
+
+def _conversation(trace: Trace) -> list[dict[str, Any]] | None:
+    """A conversation's turns for the chat view (SPEC §16): each turn's events, as positions
+    in the trace's ``events``; None when the trace is not a conversation.
+
+    The agent's last message of a turn is left out when its reply says the same (the
+    ``openai:`` loop records both): the bubble shows it once, the timeline both.
+    """
+    from ..model.turns import turns_of
+
+    turns = turns_of(trace.events)
+    if not turns:
+        return None
+    position = {id(event): index for index, event in enumerate(trace.events)}
+    shown = []
+    for turn in turns:
+        events, reply = turn.events, turn.reply
+        kept = [position[id(event)] for event, after in zip(events, [*events[1:], None],
+                                                             strict=True)
+                if not (after is not None and after is reply and _echoes(event, after))]
+        shown.append({"turn": turn.n, "events": kept, "replied": reply is not None})
+    return shown
+
+
+def _echoes(message: Event, reply: Event) -> bool:
+    """Whether ``message`` is the agent's text of ``reply`` (its answer as text, or as the
+    JSON it was read as)."""
+    from ..model.turns import said
+
+    if message.kind != "message" or message.text is None:
+        return False
+    if message.text == said(reply.result):
+        return True
+    try:
+        return bool(json.loads(message.text) == reply.result)
+    except ValueError:
+        return False
 
 
 def _verdicts(found: PublicTrial, *, raw_streams: bool) -> list[dict[str, Any]]:

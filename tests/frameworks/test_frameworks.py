@@ -187,3 +187,56 @@ def test_the_suite_names_which_tools_are_asks(project: Any, model: ModelServer) 
     report = json.loads((project.root / "r.json").read_text())
     report["_done"] = done
     _check(report)
+
+
+CHAT_AGENT = '''
+import openai
+
+TOOLS = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+         for name in ("lookup", "refund")]
+
+
+class Agent:
+    """Keeps its whole chat, tool calls included, across the user's messages."""
+
+    def __init__(self):
+        self.client = openai.OpenAI()
+        self.chat = []
+
+    def reply(self, message):
+        self.chat.append({"role": "user", "content": message})
+        while True:
+            answer = self.client.chat.completions.create(model="gpt-4.1", messages=self.chat,
+                                                         tools=TOOLS)
+            said = answer.choices[0].message
+            self.chat.append(said.model_dump(exclude_none=True))
+            if not said.tool_calls:
+                return said.content
+            for call in said.tool_calls:
+                self.chat.append({"role": "tool", "tool_call_id": call.id, "content": "done"})
+'''
+
+
+def test_a_conversation_seen_on_the_wire_puts_each_call_in_its_turn(
+        project: Any, model: ModelServer) -> None:
+    """A ``python:`` class agent answering each message, calling its model with the
+    ``openai`` SDK: what the wire saw goes to the turn it happened in."""
+    script = _script({"call": "lookup", "args": {"order": "A-2"}}, {"say": "It is lost."},
+                     {"call": "refund", "args": {"order": "A-2"}}, {"say": "Refunded."})
+    project.write("evals/chat_agent.py", CHAT_AGENT)
+    _suite(project, "python:chat_agent:Agent", f"""
+  - id: two-turns
+    turns: ['Where is A-2? {script}', 'Refund it, please.']
+    expect:
+      - calls_before: [lookup, refund]
+      - {{turn: 1, contains: lost}}
+      - {{turn: 2, contains: Refunded}}
+      - within_steps: 4
+""")
+    done = project.assay("run", "evals", "--no-store", "--json", "r.json", env=_env(model),
+                         timeout=300)
+    report = json.loads((project.root / "r.json").read_text())
+    report["_done"] = done
+    _check(report)
+    [trial] = report["cases"][0]["trials"]
+    assert [t["calls"] for t in trial["turns"]] == [["lookup"], ["refund"]]

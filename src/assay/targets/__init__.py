@@ -84,13 +84,11 @@ def workspace_refusal(uri: str) -> str | None:
 
 def conversation_refusal(uri: str) -> str | None:
     """Why the target ``uri`` cannot hold a conversation (SPEC §16), or None."""
-    if uri.startswith(("openai:", "http://", "https://", "exec:")) or _is_host(uri):
+    if uri.startswith(("openai:", "http://", "https://", "exec:", "python:")) or _is_host(uri):
         return None
     if uri.startswith(("mcp+stdio:", "mcp+http://", "mcp+https://")):
         return "an MCP tool call is one request and one answer, with no conversation to resume"
-    if uri.startswith(("scripted:", "otel:")):
-        return "it replays recorded traces: nobody is there to answer the next message"
-    return "this version of assay does not yet hold a conversation with it"
+    return "it replays recorded traces: nobody is there to answer the next message"
 
 
 def folder_fixture_refusal(uri: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import io
 import math
@@ -23,6 +24,7 @@ from .agent_tools import Tools
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
 from .capture import sink as _sink
+from .conversation import ScriptedUser, Talk, by_turn, conversation
 from .identity import identity_digest, python_identity
 from .threads import AgentCrash, AgentThreads
 from .wire.capture import Recorder, recording
@@ -67,6 +69,33 @@ def _span_collection(uri: str) -> Any:
     return otel_live
 
 
+def _talker(uri: str, cls: type) -> tuple[str, ...]:
+    """The keywords a class agent is made with (``system``, ``tools``: those its
+    constructor names); one with no ``reply`` method is no agent."""
+    if not callable(getattr(cls, "reply", None)):
+        raise HarnessFailure(f"target {uri}: a class agent answers each message with a "
+                             f"reply(message) method, and {cls.__name__} has none")
+    try:
+        names = inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return ()
+    return tuple(name for name in ("system", "tools") if name in names)
+
+
+def _message(value: Any) -> str:
+    """A single question as a class agent's one message: text as it is, else JSON."""
+    from .conversation import reply_text
+
+    return reply_text(value)
+
+
+def _so_far(said: list[Event], recorded: list[Event], turn: int) -> list[Event]:
+    """A conversation cut short: the turns done (``said``), then what the agent recorded
+    in the turn under way (its tools' events ``said`` has not taken yet), in that turn."""
+    taken = sum(1 for e in said if e.kind not in ("user", "reply"))
+    return [*said, *(e.model_copy(update={"turn": turn}) for e in recorded[taken:])]
+
+
 class PythonTarget:
     """Calls ``function(input)`` or ``function(input, tools)``; awaits it if async.
 
@@ -85,6 +114,8 @@ class PythonTarget:
         self._func: Any = None
         self._takes_tools = False
         self._is_async = False
+        #: For a class with ``reply(message)`` (SPEC §16): the keywords it is made with.
+        self._talker: tuple[str, ...] | None = None
         self._threads: AgentThreads | None = None
         self._capture: Any = None
         #: ``otel_live`` once started with ``--otel``: the spans of each trial are collected.
@@ -109,7 +140,10 @@ class PythonTarget:
             missing = exc.missing if isinstance(exc, ImportFailed) else None
             hint = "" if missing is None else f"; {agent_module(missing, sys.executable)}"
             raise HarnessFailure(f"target {self.uri}: {exc}{hint}") from None
-        self._is_async = inspect.iscoroutinefunction(self._func)
+        if inspect.isclass(self._func):
+            self._talker = _talker(self.uri, self._func)
+            self._is_async = inspect.iscoroutinefunction(getattr(self._func, "reply", None))
+        self._is_async = self._is_async or inspect.iscoroutinefunction(self._func)
         try:
             params = [
                 p for p in inspect.signature(self._func).parameters.values()
@@ -155,9 +189,20 @@ class PythonTarget:
                                                  "timeout", None, started, buffer,
                                                  tools.tool_calls, recorder, spans))
         answered = False  # the agent returned or ended the trial itself
+        talk = conversation(request)
+        if talk is None and self._talker is not None:  # a single question: a one-turn talk
+            talk = Talk(ScriptedUser([_message(request.case.input)]))
+        said: list[Event] = []  # a conversation's turns so far, with their events
+        if talk is not None:
+            request.partial.keep(lambda: self._trace(
+                request, tools, _so_far(said, tools.events, talk.turn), None, "timeout",
+                None, started, buffer, tools.tool_calls, recorder, spans))
         try:
             with recording(recorder), self._collecting(spans):
-                if self._is_async:
+                if talk is not None:
+                    status, error, output = await self._converse(request, talk, tools, buffer,
+                                                                 started, said)
+                elif self._is_async:
                     token = _sink.set(buffer)
                     try:
                         output = await self._func(*self._args(request, tools))
@@ -184,12 +229,79 @@ class PythonTarget:
                 spans.close()  # broken, timed out or interrupted: nothing is waited for
         if spans is not None:
             await self._settled(spans)
+        if talk is not None:
+            replies = sum(1 for e in said if e.kind == "reply")
+            return self._trace(request, tools, said, output, status, error, started, buffer,
+                               tools.tool_calls + replies, recorder, spans)
         output = _json_output(output)
         events = list(tools.events)
         if status == "ok":
             events.append(Event(kind="message", text=output if isinstance(output, str) else None))
         return self._trace(request, tools, events, output, status, error, started, buffer,
                            tools.tool_calls + 1, recorder, spans)
+
+    async def _converse(self, request: TrialRequest, talk: Talk, tools: Tools,
+                        buffer: io.StringIO, started: float,
+                        said: list[Event]) -> tuple[Status, str | None, Any]:
+        """The turns of a conversation (SPEC §16): the callable is handed the conversation
+        so far each turn, or one instance of the class answers each message. Returns the
+        status, the error and the last reply; ``said`` gets each turn's events."""
+        agent: Any = None
+        if self._talker is not None:
+            given = {"system": talk.system, "tools": tools}
+            agent = await self._invoke(lambda: self._func(
+                **{name: given[name] for name in self._talker}), buffer, sync=True)
+        output: Any = None
+        message = await talk.next()
+        while message is not None:
+            said.append(talk.opened(t=time.perf_counter() - started))
+            seen = len(tools.events)
+            try:
+                if agent is not None:
+                    reply = await self._invoke(functools.partial(agent.reply, message), buffer)
+                else:
+                    history = talk.messages()
+                    args = (history, tools) if self._takes_tools else (history,)
+                    reply = await self._invoke(functools.partial(self._func, *args), buffer)
+            except (AgentError, Refused) as exc:
+                said.extend(tools.events[seen:])
+                talk.stamp(said, 0)
+                return ("refused" if isinstance(exc, Refused) else "error"), str(exc), None
+            except (AgentCrash, Exception, SystemExit) as exc:
+                if talk.turn == 1:
+                    raise
+                # A later turn's crash keeps the turns before it: a breach made in them
+                # still fails the case (docs/decisions/0076).
+                said.extend(tools.events[seen:])
+                talk.stamp(said, 0)
+                why = str(exc) if isinstance(exc, AgentCrash) else \
+                    f"{type(exc).__name__}: {exc}"
+                return "error", f"turn {talk.turn}: agent raised {why}", None
+            output = _json_output(reply)
+            said.extend(tools.events[seen:])
+            said.append(talk.replied(output, t=time.perf_counter() - started))
+            talk.stamp(said, 0)
+            message = await talk.next()
+        return "ok", None, output
+
+    async def _invoke(self, call: Any, buffer: io.StringIO, *, sync: bool = False) -> Any:
+        """``call()`` as the agent's: awaited when it gives an awaitable, else in an agent
+        thread (or here, for a quick constructor: ``sync``), its prints to ``buffer``."""
+        if self._is_async or sync:
+            token = _sink.set(buffer)
+            try:
+                value = call()
+                return await value if inspect.isawaitable(value) else value
+            finally:
+                _sink.reset(token)
+
+        def run() -> Any:
+            _sink.set(buffer)
+            return call()
+
+        assert self._threads is not None, "start() first"
+        context = contextvars.copy_context()
+        return await self._threads.run(lambda: context.run(run))
 
     def _collecting(self, spans: Any) -> Any:
         """The trial's span collection (``--otel``), else nothing."""
@@ -250,7 +362,14 @@ class PythonTarget:
 
         facts = read_exchanges(exchanges, ask_tools=self.options.ask_tools,
                                prices=self._prices) if exchanges else None
-        return with_wire(trace, facts, ran, self.options.ask_tools)
+        turns = [e for e in trace.events if e.kind in ("user", "reply")]
+        if not turns:
+            return with_wire(trace, facts, ran, self.options.ask_tools)
+        # A conversation: the wire's events go to the turns they happened in.
+        own = trace.model_copy(update={"events": [e for e in trace.events
+                                                  if e.kind not in ("user", "reply")]})
+        merged = with_wire(own, facts, ran, self.options.ask_tools)
+        return merged.model_copy(update={"events": by_turn([*turns, *merged.events])})
 
     async def _call_sync(self, request: TrialRequest, tools: Tools, buffer: io.StringIO) -> Any:
         def call() -> Any:

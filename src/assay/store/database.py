@@ -543,14 +543,23 @@ class Store:
 
 
 def _served_model(content: bytes) -> Trace | None:
-    """A stand-in trace holding only the model a stored trace names in its facets (or None)."""
+    """A stand-in trace holding only the model a stored trace names in its facets (or None),
+    and its simulated user's record (SPEC §16): the report's cost counts what that spent."""
     from ..model.trace import Trace
 
     try:
-        facets = json.loads(content).get("facets")
+        stored = json.loads(content)
+        facets = stored.get("facets")
     except (ValueError, AttributeError):
         return None
     model = facets.get("model") if isinstance(facets, dict) else None
+    simulator = stored.get("simulator")
+    if simulator is not None:
+        try:
+            return Trace(facets={"model": model} if isinstance(model, str) else {},
+                         simulator=simulator)
+        except ValueError:
+            pass  # not a record this version reads: the model alone, as before
     return Trace(facets={"model": model}) if isinstance(model, str) else None
 
 

@@ -235,11 +235,18 @@ def test_a_failing_simulator_breaks_the_trial_and_keeps_what_happened(
     assert report["cost"]["simulator_calls"] == 8 and report["cost"]["input_tokens"] == 40
 
 
-def test_compare_names_a_changed_simulator(project: Any, servers: tuple[Any, Any]) -> None:
+def test_compare_and_drift_name_a_changed_simulator(
+        project: Any, servers: tuple[Any, Any]) -> None:
     _suite(project, BOOKING.replace("    model: openai:sim-model\n", ""))
     for name, model in (("one.json", "openai:sim-model"), ("two.json", "openai:sim-model-2")):
-        done = _run(project, servers, "--user-model", model, "--json", name)
+        done = _run(project, servers, "--user-model", model, "--json", name, store=True)
         assert done.code == 0, done.out + done.err
+    drifted = project.assay("drift", "t/sim@1", "--json", "-")
+    assert drifted.code == 1, drifted.out + drifted.err
+    document = json.loads(drifted.out)
+    assert (document["status"], document["flipped"]) == ("changed", [])
+    assert document["changed"] == [{"facet": "user", "base": None, "cand": None,
+                                    "case": "book", "split": "public"}]
     compared = project.assay("compare", "one.json", "two.json", "--json", "-")
     rows = {r["case"]: (r["alignment"], r["differs"]) for r in json.loads(compared.out)["rows"]}
     assert rows == {"book": ("non-comparable", ["user"])}

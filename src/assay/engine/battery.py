@@ -295,7 +295,9 @@ class Battery:
             assert case is not None and parts is not None
             timeout, fixture, tools, blocking, judged, workspace = parts
             yield _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                            tools=tools, call=call, user=self._user(case, n)),
+                                            tools=tools, call=call,
+                                            user=None if case.user is None
+                                            else self._user(case, n)),
                         blocking, judged, workspace)
         if self.adaptive is None:
             return

@@ -543,8 +543,9 @@ class Store:
 
 
 def _served_model(content: bytes) -> Trace | None:
-    """A stand-in trace holding only the model a stored trace names in its facets (or None),
-    and its simulated user's record (SPEC §16): the report's cost counts what that spent."""
+    """A stand-in trace holding what a seal's tally reads of a stored trace (or None): the
+    model its facets name, its usage and evidence (the report's cost evidence), and its
+    simulated user's record (SPEC §16: the report's cost counts what that spent)."""
     from ..model.trace import Trace
 
     try:
@@ -553,11 +554,10 @@ def _served_model(content: bytes) -> Trace | None:
     except (ValueError, AttributeError):
         return None
     model = facets.get("model") if isinstance(facets, dict) else None
-    simulator = stored.get("simulator")
-    if simulator is not None:
+    kept = {key: stored[key] for key in ("usage", "evidence", "simulator") if key in stored}
+    if kept:
         try:
-            return Trace(facets={"model": model} if isinstance(model, str) else {},
-                         simulator=simulator)
+            return Trace(facets={"model": model} if isinstance(model, str) else {}, **kept)
         except ValueError:
             pass  # not a record this version reads: the model alone, as before
     return Trace(facets={"model": model}) if isinstance(model, str) else None

@@ -48,6 +48,8 @@ def simulator(body: dict[str, Any]) -> dict[str, Any]:
     """The user: the n-th answer of the script its instructions hold (n: its own messages
     so far, the roles flipped), the last one repeated."""
     system = body["messages"][0]["content"]
+    if "----- BEGIN INSTRUCTIONS -----" not in system:  # a judge's question: pass
+        return {"content": "pass\nas scripted", "usage": [5, 1]}
     instructions = system.split("----- BEGIN INSTRUCTIONS -----")[1].split(
         "----- END INSTRUCTIONS -----")[0]
     script = json.loads(instructions.split("SCRIPT:", 1)[1].strip().splitlines()[0])
@@ -216,7 +218,8 @@ def test_a_failing_simulator_breaks_the_trial_and_keeps_what_happened(
     model: openai:sim-model
   expect:
     - never_calls: [anything]
-""" for name, (answer, _) in FAILURES.items()))
+    - judge: "The agent helps."
+""" for name, (answer, _) in FAILURES.items()), head="judge: openai:sim-model\n")
     done = _run(project, servers, "--json", "r.json", store=True)
     assert done.code == 1, done.out + done.err
     report = _report(project)
@@ -233,6 +236,17 @@ def test_a_failing_simulator_breaks_the_trial_and_keeps_what_happened(
         assert ("user", 1) in kinds and ("reply", 1) in kinds
         assert trial.trace.simulator is not None and trial.trace.simulator.calls == 2
     assert report["cost"]["simulator_calls"] == 8 and report["cost"]["input_tokens"] == 40
+    # Replay finds the record intact: a kept trace is no output to grade again.
+    replayed = project.assay("replay", report["run_id"])
+    assert replayed.code == 0 and "all match" in replayed.out, replayed.out + replayed.err
+    # A rejudge breaks each trial again, with its reason: nothing kept is judged.
+    agent_server, user_server = servers
+    rejudged = project.assay("rejudge", report["run_id"], "--judge-base-url", user_server.url,
+                             "--json", "again.json")
+    assert rejudged.code == 1, rejudged.out + rejudged.err
+    again = {case["id"]: (case["trials"][0]["outcome"], case["trials"][0]["reason"])
+             for case in _report(project, "again.json")["cases"]}
+    assert again == reasons and "judge_calls" not in _report(project, "again.json")["cost"]
 
 
 def test_compare_and_drift_name_a_changed_simulator(

@@ -123,7 +123,7 @@ def test_the_user_speaks_until_it_says_stop_and_the_conversation_settles(
     agent_server, user_server = servers
     _suite(project, BOOKING)
     asked_before = len(user_server.seen)
-    done = _run(project, servers, "--json", "r.json")
+    done = _run(project, servers, "--json", "r.json", "--markdown", "r.md")
     assert done.code == 0, done.out + done.err
     report = _report(project)
     verdicts = [(v["assertion"], v["outcome"]) for v in report["cases"][0]["trials"][0]["verdicts"]]
@@ -150,8 +150,8 @@ def test_the_user_speaks_until_it_says_stop_and_the_conversation_settles(
     assert (cost["simulator_input_tokens"], cost["simulator_output_tokens"]) == (150, 21)
     assert cost["simulator_usd"] == pytest.approx((150 * 1 + 21 * 2) / 1e6)
     assert (cost["simulator_calls"], cost["simulator_cached"]) == (3, 0)
-    assert "simulated users: cost $0.0002 · tokens 150 in / 21 out · 3 asked, 0 from the " \
-           "cache" in done.out
+    line = "simulated users: cost $0.0002 · tokens 150 in / 21 out · 3 asked, 0 from the cache"
+    assert line in done.out and line in (project.root / "r.md").read_text()
     # Its identity is the case's user facet.
     assert report["cases"][0]["facets"]["user"].startswith("sha256:")
 

@@ -32,6 +32,7 @@ KEYS: dict[str, tuple[str | None, tuple[str, ...], type]] = {
     "db": ("ASSAY_DB", ("db",), str),
     "judge": ("ASSAY_JUDGE", ("judge", "judge_uri"), str),
     "judge_base_url": ("ASSAY_JUDGE_BASE_URL", ("judge_base_url",), str),
+    "user_model": ("ASSAY_USER_MODEL", ("user_model",), str),
     "base_url": ("ASSAY_OPENAI_BASE_URL", ("base_url",), str),
     "upstream_openai": ("ASSAY_UPSTREAM_OPENAI", ("upstream_openai",), str),
     "upstream_anthropic": ("ASSAY_UPSTREAM_ANTHROPIC", ("upstream_anthropic",), str),

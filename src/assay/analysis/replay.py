@@ -245,8 +245,9 @@ class _Replay:
         recomputed: _Record | None = None
         if case is None:
             self.skip(name, n, "case not in the stored suite")
-        elif trial.trace_digest is None:
-            # A broken trial has no trace to re-grade: it must be broken, with no verdicts.
+        elif trial.trace_digest is None or trial.outcome == "broken":
+            # A broken trial has no trace to re-grade (one of a simulated conversation keeps
+            # what happened before it broke, which is no output): broken, with no verdicts.
             recomputed = _Record("recomputed", "broken", [])
             self.keep(trial.case_id, fold_trial(n, [], broken=True, reason="broken"))
         elif trial.trace is None:

@@ -17,10 +17,11 @@ def config(as_json: bool) -> None:
 
     Settings live in assay.toml, or in pyproject.toml under [tool.assay], in
     this folder or the closest folder above it that has one: db, judge,
-    judge_base_url, base_url, hidden_dir, concurrency and trials. A flag wins
-    over its environment variable ($ASSAY_DB, $ASSAY_JUDGE,
-    $ASSAY_JUDGE_BASE_URL, $ASSAY_OPENAI_BASE_URL, $ASSAY_HIDDEN_DIR), which
-    wins over the file, which wins over assay's default.
+    judge_base_url, user_model, base_url, hidden_dir, concurrency and trials.
+    A flag wins over its environment variable ($ASSAY_DB, $ASSAY_JUDGE,
+    $ASSAY_JUDGE_BASE_URL, $ASSAY_USER_MODEL, $ASSAY_OPENAI_BASE_URL,
+    $ASSAY_HIDDEN_DIR), which wins over the file, which wins over assay's
+    default.
     """
     from rich.console import Console
     from rich.table import Table

@@ -62,6 +62,7 @@ class RunOptions:
     judge: str | None = None
     judge_base_url: str | None = None
     judge_cache: bool = True
+    user_model: str | None = None
     agent_cache: bool = False
     adaptive: bool = False
     max_trials: int | None = None
@@ -156,6 +157,11 @@ class RunOptions:
 @click.option("--judge-cache/--no-judge-cache", default=True, show_default=True,
               help="Serve a judge's answer from the judge cache when the same question (suite, "
                    "case, trial, judge, prompt) was asked before; --no-judge-cache asks again.")
+@click.option("--user-model", metavar="openai:MODEL", envvar="ASSAY_USER_MODEL",
+              help="The model that plays a simulated user (a case's user:) whose case names "
+                   "none, instead of the suite's user_model: (default: $ASSAY_USER_MODEL). "
+                   "Served where openai: judges are (--judge-base-url), through the same "
+                   "cache (--no-judge-cache asks again).")
 @click.option("--agent-cache", is_flag=True,
               help="Keep each model call of openai: targets in .assay/cache/agent (or "
                    "$ASSAY_CACHE_DIR/agent) and serve it again when the same case, trial, "
@@ -252,6 +258,7 @@ def _settings(options: RunOptions, window: Window | None) -> RunSettings:
                        agent_cache=options.agent_cache, adaptive=options.adaptive,
                        max_trials=options.max_trials or DEFAULT_MAX_TRIALS,
                        review=options.review, hidden_dir=options.hidden_dir,
+                       user_model=options.user_model,
                        keep_workspaces=options.keep_workspaces.resolve()
                        if options.keep_workspaces is not None else None)
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..judging.panel import Panel
+    from ..judging.simulated_user import TrialUser, UserSimulator
     from ..model.fixture import ToolFixture
     from ..workspaces import Workspace
     from .outcomes import Staging
@@ -155,6 +156,7 @@ class Battery:
         panel: Panel | None = None,
         only: Mapping[str, Collection[int] | None] | None = None,
         gate: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+        users: UserSimulator | None = None,
     ) -> None:
         self.loaded = loaded
         #: A part of the battery (a queue worker's chunk): the cases to run, each with
@@ -166,6 +168,9 @@ class Battery:
         self.gate = gate
         #: The judges of the suite's quality checks (None: the suite has none).
         self.panel = panel
+        #: The simulated users of its conversations (None: it has none, or its trials
+        #: are replayed from a record, as a rejudge's are).
+        self.users = users
         self._judging: set[asyncio.Task[None]] = set()
         # Trials waiting for their judges, at most: a slow judge holds the agents back
         # rather than piling up traces in memory.
@@ -290,7 +295,10 @@ class Battery:
             assert case is not None and parts is not None
             timeout, fixture, tools, blocking, judged, workspace = parts
             yield _Slot(index, TrialRequest(case=case, n=n, timeout_s=timeout, fixture=fixture,
-                                            tools=tools, call=call), blocking, judged, workspace)
+                                            tools=tools, call=call,
+                                            user=None if case.user is None
+                                            else self._user(case, n)),
+                        blocking, judged, workspace)
         if self.adaptive is None:
             return
         for index in self._indices:
@@ -318,6 +326,12 @@ class Battery:
         tools = loaded.fixtures.get(str(fixture)) if fixture is not None else None
         return timeout, fixture, tools, blocking, judged, loaded.workspace_path(case)
 
+    def _user(self, case: Case, n: int) -> TrialUser | None:
+        """Trial ``n``'s simulated user, for a case that has one (SPEC §16); else None."""
+        if case.user is None or self.users is None:
+            return None
+        return self.users.for_trial(case, n)
+
     def _adapt(self, index: int, folded: CaseResult) -> _Slot | None:
         """The next trial of an adaptive case whose planned trials are all in, if it adds one.
 
@@ -333,7 +347,8 @@ class Battery:
         case = self.loaded.suite.cases[index]
         timeout, fixture, tools, blocking, judged, workspace = self._slot_parts(index, case)
         request = TrialRequest(case=case, n=n, timeout_s=timeout,
-                               fixture=fixture, tools=tools, call=self.loaded.suite.call)
+                               fixture=fixture, tools=tools, call=self.loaded.suite.call,
+                               user=self._user(case, n))
         return _Slot(index, request, blocking, judged, workspace)
 
     def fold_recorded(self, done: Mapping[tuple[str, int], TrialResult]) -> None:
@@ -521,6 +536,10 @@ class Battery:
             judged = self.panel.facet(case) if self.panel is not None else None
             if judged is not None:
                 found = {**found, "judge": judged}
+            # Its simulated user is a model of the harness, like a judge: a facet too.
+            user = self.users.facet(case) if self.users is not None else None
+            if user is not None:
+                found = {**found, "user": user}
             self._case_facets[index] = found
         return found
 
@@ -578,22 +597,41 @@ class Battery:
     async def _run_and_grade(self, slot: _Slot, request: TrialRequest,
                              staged: Workspace | None) -> TrialResult | None:
         began = self.clock.monotonic()
+        user: TrialUser | None = request.user
         try:
             # asyncio.timeout rather than wait_for: no extra task per trial.
             async with asyncio.timeout(request.timeout_s):
                 trace = await self.target.run(request)
         except TimeoutError:
+            if user is not None and user.asking:  # the simulator's wait, not the agent's
+                return self._user_broken(slot, user, user.timed_out(), began)
             cut = self._timed_out_trace(slot, began)
             if cut is None:
+                if user is not None and user.use().calls:
+                    return self._user_broken(slot, user, f"timed out after "
+                                             f"{request.timeout_s:g}s before any output", began)
                 return self._broken(slot, f"timed out after {request.timeout_s:g}s before any "
                                           "output", began)
             trace = cut
         except TrialBroken as exc:
+            if user is not None:
+                return self._user_broken(slot, user, str(exc) or "the trial broke", began)
             return self._broken(slot, str(exc) or "the trial broke", began)
         except HarnessFailure:
             raise
         except Exception as exc:  # a target's own fault still leaves a broken trial, not a crash
-            return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", began)
+            reason = f"target error: {type(exc).__name__}: {exc}"
+            if user is not None:
+                return self._user_broken(slot, user, reason, began)
+            return self._broken(slot, reason, began)
+        if user is not None:
+            if user.failure is not None:  # a target that took the simulator's failure for its own
+                return self._user_broken(slot, user, user.failure, began)
+            update: dict[str, Any] = {"simulator": user.use()}
+            if user.cut and trace.settled is False and trace.error is None:
+                update["error"] = (f"the simulated user's max_turns ({user.plan.max_turns}) "
+                                   "ran out before the conversation ended")
+            trace = trace.model_copy(update=update)
         if staged is not None:
             from .outcomes import collect
 
@@ -679,14 +717,42 @@ class Battery:
         if trace is None or not (trace.events or trace.usage.tokens is not None
                                  or trace.usage.cost_usd is not None):
             return None
-        return trace.model_copy(update={
+        update: dict[str, Any] = {
             "status": "timeout", "error": waited, "output": None, "settled": False,
-            "partial": True, "duration_s": self.clock.monotonic() - began,
-        }, deep=True)
+            "partial": True, "duration_s": self.clock.monotonic() - began}
+        if request.user is not None:
+            update["simulator"] = request.user.use()
+        return trace.model_copy(update=update, deep=True)
 
-    def _broken(self, slot: _Slot, reason: str, began: float) -> TrialResult:
+    def _broken(self, slot: _Slot, reason: str, began: float,
+                trace: Trace | None = None) -> TrialResult:
         return fold_trial(slot.request.n, [], broken=True, reason=reason,
-                          duration_s=self.clock.monotonic() - began, trace=None)
+                          duration_s=self.clock.monotonic() - began, trace=trace)
+
+    def _user_broken(self, slot: _Slot, user: TrialUser, reason: str,
+                     began: float) -> TrialResult:
+        """A broken trial of a simulated conversation, what happened so far kept.
+
+        The simulator's failure is the reason when it failed (the harness's,
+        not the agent's); the trace the target kept up to then (its turns,
+        the agent's usage) and the simulator's identity and cost go with the
+        trial, so the report counts what the simulator spent and a person
+        can read how far the conversation went. It has no verdicts: a broken
+        trial is run again, not graded.
+        """
+        if user.failure is not None:
+            reason = user.failure
+        try:
+            kept = slot.request.partial.trace()
+        except Exception:  # a record that cannot be read is no record
+            kept = None
+        update: dict[str, Any] = {
+            "status": "error", "error": reason, "output": None, "settled": False,
+            "partial": True, "duration_s": self.clock.monotonic() - began,
+            "simulator": user.use()}
+        trace = kept.model_copy(update=update, deep=True) if kept is not None \
+            else Trace(**update)
+        return self._broken(slot, reason, began, trace)
 
 
 def _safe_name(case_id: str) -> str:

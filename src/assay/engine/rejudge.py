@@ -52,7 +52,9 @@ class RecordedTarget:
         trial = self._trials.get((request.case.id, request.n))
         if trial is None:
             raise TrialBroken("the original run recorded no such trial")
-        if trial.trace is None:
+        if trial.trace is None or trial.outcome == "broken":
+            # A broken trial may keep what happened before it broke (a simulated
+            # conversation's turns): it broke, and breaks again, all the same.
             raise TrialBroken(trial.reason or "the original trial broke")
         return trial.trace
 

@@ -82,6 +82,9 @@ class RunSettings:
     hidden_dir: Path | None = None
     #: ``--keep-workspaces DIR``: public trials' final workspaces are kept there.
     keep_workspaces: Path | None = None
+    #: ``--user-model``: who plays a simulated user whose case names no model, before
+    #: the suite's ``user_model`` (SPEC §16).
+    user_model: str | None = None
 
 
 class Watcher(Protocol):
@@ -266,6 +269,12 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
                 or settings.adaptive:
             raise UsageError("--trials, --seed, --agent-cache and --adaptive were fixed when the "
                              "run was registered; a resume takes them from the store")
+        registered_user = stored.options.get("user_model")
+        if settings.user_model is not None and settings.user_model != registered_user:
+            # Its simulated users are part of what the run is: never mixed within one.
+            raise UsageError(f"run {run_id} registered its simulated users' model "
+                             f"({registered_user or 'the cases and the suite'}); a resume "
+                             "runs them with it: leave --user-model out")
         loaded = list(load(stored.suite_id))
         if not loaded:
             raise UsageError(f"run {run_id}: no suite {stored.suite_id} under the paths given")
@@ -286,9 +295,12 @@ def resume_run(run_id: str, load: Callable[[str], Sequence[LoadedSuite]],
                                upstreams=settings.upstreams, judges=settings.judges,
                                agent_cache=options.get("agent_cache") is True,
                                otel=options.get("otel") is True,
+                               user_model=registered_user if isinstance(registered_user, str)
+                               else None,
                                adaptive=adaptive is not None,
                                max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
         _check_judges([(item, stored.target_uri)], settings)
+        _check_conversations([(item, stored.target_uri)], settings)
         watcher.notice(f"resuming run {run_id}: {len(done)} trial(s) recorded")
         recording = _Recording(LocalSink(store, key), resume, identity, stored.target_digest)
         return _run_one(item, stored.target_uri, settings, watcher, recording)
@@ -320,7 +332,7 @@ def checked_plans(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[s
     plans = _plans(load(), targets)
     _check_workspaces(plans)
     _check_invocations(plans)
-    _check_conversations(plans)
+    _check_conversations(plans, settings)
     _check_judges(plans, settings)
     _check_agent_cache(plans, settings, watcher)
     _check_adaptive(plans, settings)
@@ -366,26 +378,36 @@ def _check_workspaces(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
                              said)
 
 
-def _check_conversations(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
-    """A conversation runs only on a target that can hold one (SPEC §16); refused now, at
-    the case, as a load error (exit 2), before anything runs."""
+def _check_conversations(plans: Sequence[tuple[LoadedSuite, str]],
+                         settings: RunSettings) -> None:
+    """A conversation runs only on a target that can hold one, and a simulated user only
+    with a model to play it (SPEC §16): refused now, at the case, as a load error (exit 2);
+    its server's address and ``--user-model`` are checked as a judge's are (exit 2)."""
     from ..errors import SuiteError
+    from ..judging.simulated_user import UserSimulator
     from ..targets import conversation_refusal
 
     for item, uri in plans:
-        for case, why in (
-                (item.conversation_case, "which target {uri} cannot hold: {why}"),
-                (item.simulated_case, "with a simulated user, and simulated users are not "
-                                      "available in this version of assay (script its "
-                                      "turns: instead)")):
-            refusal = conversation_refusal(uri)
-            if case is None or (case is item.conversation_case and refusal is None):
+        refusals = []
+        why = conversation_refusal(uri)
+        if why is not None:
+            refusals.append((item.conversation_case, f"is a conversation, which target {uri} "
+                                                     f"cannot hold: {why}"))
+        if settings.user_model is None and item.suite.user_model is None:
+            refusals.append((item.unmodelled_user_case,
+                             "has a simulated user and no model to play it: give it "
+                             "model: openai:MODEL, or the suite user_model: openai:MODEL, or "
+                             "pass --user-model openai:MODEL"))
+        for case, said in refusals:
+            if case is None:
                 continue
             hidden = case.split == "hidden"
             what = "a hidden case" if hidden else f"case {case.id!r}"
-            said = why.format(uri=uri, why=refusal)
             raise SuiteError(case.file or str(item.path), case.line if not hidden else None,
-                             f"{what} is a conversation {said}")
+                             f"{what} {said}")
+        if item.simulated_case is not None:
+            # Its server and model checked now, as a judge's are: made and let go.
+            UserSimulator(item.suite, judge_options(settings), user_model=settings.user_model)
 
 
 def _check_invocations(plans: Sequence[tuple[LoadedSuite, str]]) -> None:
@@ -525,6 +547,7 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
 
     # Relative names resolve beside the suite file first, then in the working folder.
     cached = settings.agent_cache and caches_model_calls(uri)
+    replayed = target is not None
     if target is None:  # given: a rejudge's recorded outputs (engine.rejudge)
         target = make_target(uri, target_options(item.suite, item.path.parent,
                                                  concurrency=settings.concurrency,
@@ -542,7 +565,13 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
 
     if suite_asks_opinions(item.suite.cases):
         panel = Panel(item.suite, judge_options(settings))
-    battery = Battery(item, target, options, resume=resume, panel=panel)
+    users = None
+    if item.simulated_case is not None and not replayed:  # a rejudge replays its turns
+        from ..judging.simulated_user import UserSimulator
+
+        users = UserSimulator(item.suite, judge_options(settings),
+                              user_model=settings.user_model)
+    battery = Battery(item, target, options, resume=resume, panel=panel, users=users)
     recorder: RunRecorder | None = None
     if recording is not None:
         recorder = writer = RunRecorder(recording.sink)
@@ -554,6 +583,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
             chosen["otel"] = True
         if settings.rejudge_of is not None:
             chosen["rejudge_of"] = settings.rejudge_of
+        if users is not None and settings.user_model is not None:
+            chosen["user_model"] = settings.user_model  # what a resume plays its users with
         cap = settings.max_trials if settings.adaptive else None
         if cap is not None:  # what a resume goes on with (resume_run)
             chosen["adaptive"] = {"max_trials": cap}
@@ -599,6 +630,8 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
             finally:
                 if panel is not None:
                     await panel.close()
+                if users is not None:
+                    await users.close()
         except BaseException:
             if recorder is not None and recorder.run_id is not None:
                 # Keep what finished before the harness failed: a resume needs it.

@@ -67,6 +67,14 @@ class Tally:
         self._judge_counted = 0
         self._judge_input = 0
         self._judge_output = 0
+        # The simulated users' calls over every trial that had one (SPEC §16).
+        self._simulated = 0
+        self._user_calls = 0
+        self._user_cached = 0
+        self._user_priced = array("d")
+        self._user_counted = 0
+        self._user_input = 0
+        self._user_output = 0
 
     @classmethod
     def of(cls, cases: list[CaseResult]) -> Tally:
@@ -104,6 +112,9 @@ class Tally:
             for answers in trial.opinions.values():
                 for opinion in answers:
                     self._opinion(opinion)
+            simulator = getattr(trial.trace, "simulator", None)
+            if simulator is not None:
+                self._simulator(simulator)
 
     def _saw(self, fact: str, trace: object) -> None:
         if trace is None:
@@ -128,6 +139,21 @@ class Tally:
             self._judge_counted += 1
             self._judge_input += tokens_in
             self._judge_output += tokens_out
+
+    def _simulator(self, use: object) -> None:
+        """One trial's simulated user: its calls and, where they were reported, their cost."""
+        self._simulated += 1
+        self._user_calls += getattr(use, "calls", 0)
+        self._user_cached += getattr(use, "cached", 0)
+        cost = getattr(use, "cost_usd", None)
+        if cost is not None:
+            self._user_priced.append(cost)
+        tokens_in = getattr(use, "input_tokens", None)
+        tokens_out = getattr(use, "output_tokens", None)
+        if tokens_in is not None and tokens_out is not None:
+            self._user_counted += 1
+            self._user_input += tokens_in
+            self._user_output += tokens_out
 
     # -- the summaries -----------------------------------------------------------------
 
@@ -215,6 +241,17 @@ class Tally:
                 "judge_calls": asked,
                 "judge_cached": self._opinions - asked,
             }
+        if self._simulated:
+            # A trial whose calls were all served from the cache reports 0 (spent nothing
+            # now); one that asked and learnt no figure reports none, and a sum without it
+            # is a lower bound, None when no trial had the figure.
+            judged.update({
+                "simulator_usd": math.fsum(self._user_priced) if self._user_priced else None,
+                "simulator_input_tokens": self._user_input if self._user_counted else None,
+                "simulator_output_tokens": self._user_output if self._user_counted else None,
+                "simulator_calls": self._user_calls,
+                "simulator_cached": self._user_cached,
+            })
         return Cost(**judged,  # type: ignore[arg-type]
                     usd=math.fsum(self._priced) if self._priced else None,
                     input_tokens=self._input_tokens if self._tokens else None,

@@ -106,6 +106,23 @@ async def ask(
     asked again by ``backoff``'s rule within ``settings.timeout_s``, which
     bounds the call, waits included; the opinion's ``waits`` lists them.
     """
+    return await ask_chat(client, settings, [{"role": "user", "content": prompt}],
+                          prompt_digest=prompt_digest, clock=clock, prices=prices,
+                          backoff=backoff)
+
+
+async def ask_chat(
+    client: Any,
+    settings: JudgeSettings,
+    messages: list[dict[str, str]],
+    *,
+    prompt_digest: str,
+    clock: Callable[[], float] = time.perf_counter,
+    prices: PriceTable | None = None,
+    backoff: Backoff = DEFAULT,
+) -> Opinion:
+    """``ask`` with the chat's messages as given (a simulated user's conversation so far,
+    ``simulated_user``): the same call, answer and errors. Never raises but on cancel."""
     from .wire import WireError
 
     parameters = settings.sampling()
@@ -118,7 +135,7 @@ async def ask(
                        latency_s=round(clock() - start, 6), error=error,
                        waits=tuple(waits) if waits else ())
 
-    body = {"model": asked, "messages": [{"role": "user", "content": prompt}], **parameters}
+    body = {"model": asked, "messages": messages, **parameters}
     stopped = ""
     try:
         async with asyncio.timeout(settings.timeout_s) as scope:
@@ -196,5 +213,5 @@ async def _again(client: Any, body: dict[str, Any], first: Refused, backoff: Bac
     return status, data, ""
 
 
-__all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings", "Opinion", "ask", "judge_answer", "judge_opinion",
-           "make_client", "score_answer"]
+__all__ = ["DEFAULT_TIMEOUT_S", "JudgeSettings", "Opinion", "ask", "ask_chat", "judge_answer",
+           "judge_opinion", "make_client", "score_answer"]

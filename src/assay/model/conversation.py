@@ -23,6 +23,14 @@ MAX_MESSAGE = 100_000
 Message = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE)]
 
 
+def check_user_model(value: str) -> str:
+    """``value`` if it names a simulated user's model (``openai:MODEL``); else ``ValueError``."""
+    if not value.startswith("openai:") or not value.removeprefix("openai:").strip():
+        raise ValueError(f"a simulated user's model is openai:MODEL (a model behind an "
+                         f"OpenAI-compatible server, as judges use), not {value!r}")
+    return value
+
+
 class SimulatedUser(BaseModel):
     """``user: {instructions, model, max_turns, seed}`` of a case."""
 
@@ -38,7 +46,31 @@ class SimulatedUser(BaseModel):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("openai:"):
-            raise ValueError(f"a simulated user's model is openai:MODEL (a model behind an "
-                             f"OpenAI-compatible server, as judges use), not {value!r}")
-        return value
+        return value if value is None else check_user_model(value)
+
+
+class SimulatorUse(BaseModel):
+    """What one trial's simulated user was and cost: the harness's, not the agent's.
+
+    Kept in the trace (``Trace.simulator``), which the trial's ledger entry
+    pins by digest; the report sums it apart from the agent's usage and the
+    judges'. ``model`` is the ``openai:MODEL`` asked; ``template`` the digest
+    of the versioned prompt and its sampling, ``instructions`` the digest of
+    the case's instructions (never the text: a hidden case's are hidden),
+    ``seed`` the one sent. ``calls`` were asked of the server in this run,
+    ``cached`` served from the cache (they cost this run nothing). A token or
+    cost figure is the sum over the calls that reported it; None when calls
+    were asked and none did, never 0 for unknown.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    template: str
+    instructions: str
+    seed: int | None = None
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None

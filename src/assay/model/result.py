@@ -199,6 +199,13 @@ class Cost(BaseModel):
     judge_output_tokens: int | None = None
     judge_calls: int | None = None
     judge_cached: int | None = None
+    #: What the simulated users cost, apart from the agent and the judges (SPEC §16):
+    #: present when a trial had one, summed as the judges' figures are.
+    simulator_usd: float | None = None
+    simulator_input_tokens: int | None = None
+    simulator_output_tokens: int | None = None
+    simulator_calls: int | None = None
+    simulator_cached: int | None = None
 
     @model_serializer(mode="wrap")
     def _as_stored(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -214,7 +221,9 @@ class Cost(BaseModel):
 #: Keys the report's ``cost`` gained after reports were first sealed.
 _LATER_COST_KEYS = frozenset({"trials", "unreported", "evidence", "judge_usd",
                               "judge_input_tokens", "judge_output_tokens", "judge_calls",
-                              "judge_cached"})
+                              "judge_cached", "simulator_usd", "simulator_input_tokens",
+                              "simulator_output_tokens", "simulator_calls",
+                              "simulator_cached"})
 
 
 class SuiteRef(BaseModel):

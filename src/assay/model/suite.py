@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from .conversation import Message, SimulatedUser
+from .conversation import Message, SimulatedUser, check_user_model
 from .evidence import Evidence
 from .invocation import Invocation, Mode, parse_invocation
 from .values import one_line
@@ -295,6 +295,11 @@ class Suite(BaseModel):
                 "(lower case, e.g. demo/extraction.table@1)"
             )
         return value
+
+    @field_validator("user_model")
+    @classmethod
+    def _user_model(cls, value: str | None) -> str | None:
+        return value if value is None else check_user_model(value)
 
     def public_cases(self) -> Sequence[Case]:
         """The cases anyone may read."""

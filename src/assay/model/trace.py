@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .changes import WorkspaceFacts
+from .conversation import SimulatorUse
 from .evidence import Evidence
 from .storable import storable_json, storable_text
 
@@ -115,6 +116,9 @@ class Trace(BaseModel):
     #: The tool fixture's state as the trial left it (SPEC §14); its evidence is the
     #: ``state`` fact (observed when the fixture has a state).
     state: Any = Field(default=None, exclude_if=lambda value: value is None)
+    #: A conversation's simulated user (SPEC §16): its identity, calls, tokens and cost,
+    #: the harness's and not the agent's (``usage``); None when the trial had none.
+    simulator: SimulatorUse | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("output", "state")
     @classmethod

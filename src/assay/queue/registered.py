@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..engine.battery import BatteryOptions
     from ..engine.runs import RunSettings
     from ..judging.panel import Panel
+    from ..judging.simulated_user import UserSimulator
     from ..store.database import OpenRun
     from ..suites import LoadedSuite
 
@@ -69,6 +70,7 @@ def load_registered(stored: OpenRun, workers: int) -> tuple[LoadedSuite, RunSett
         trials=stored.options.get("trials"), concurrency=workers,
         timeout_s=stored.options.get("timeout_s"), seed=stored.seed,
         base_url=queued.get("base_url"), judges=judges, review=queued.get("review", "both"),
+        user_model=queued.get("user_model"),
         adaptive=adaptive is not None,
         max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
     return loaded, settings
@@ -91,5 +93,16 @@ def make_panel(loaded: LoadedSuite, settings: RunSettings) -> Panel | None:
     if not any(asks_opinions(case) for case in loaded.suite.cases):
         return None
     return Panel(loaded.suite, judge_options(settings))
+
+
+def make_users(loaded: LoadedSuite, settings: RunSettings) -> UserSimulator | None:
+    """The run's simulated users (SPEC §16), when its suite has any: as the submitter
+    registered them (its ``--user-model``), served where its judges are."""
+    from ..engine.runs import judge_options
+    from ..judging.simulated_user import UserSimulator
+
+    if not any(case.user is not None for case in loaded.suite.cases):
+        return None
+    return UserSimulator(loaded.suite, judge_options(settings), user_model=settings.user_model)
 
 

@@ -47,7 +47,7 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     from ..model import Evidence, TargetRef
     from ..review.queue import sealed_items
     from ..store.runs.record import LocalSink
-    from .registered import battery_options, load_registered, make_panel, queue_options
+    from .registered import battery_options, load_registered, make_panel, make_users, queue_options
 
     stored = store.open_run(run_id)
     if stored.status != "open" or _left(store, run_id):
@@ -56,6 +56,7 @@ def seal_queued(store: Store, key: Ed25519PrivateKey | None, run_id: str,
     queued = queue_options(stored)
     battery = Battery(loaded, _Registered(stored.target_uri),  # type: ignore[arg-type]
                       battery_options(settings), panel=make_panel(loaded, settings),
+                      users=make_users(loaded, settings),  # for its cases' user facet
                       resume=Resume(run_id=run_id, seed=stored.seed or 0,
                                     started_at=stored.started_at, done={}))
     battery.target_digest = stored.target_digest

@@ -21,7 +21,14 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .registered import Refused, battery_options, load_registered, make_panel, queue_options
+from .registered import (
+    Refused,
+    battery_options,
+    load_registered,
+    make_panel,
+    make_users,
+    queue_options,
+)
 
 if TYPE_CHECKING:
     import procrastinate
@@ -30,6 +37,7 @@ if TYPE_CHECKING:
     from ..engine.battery import BatteryOptions
     from ..engine.runs import RunSettings
     from ..judging.panel import Panel
+    from ..judging.simulated_user import UserSimulator
     from ..store.database import OpenRun, Store
     from ..suites import LoadedSuite
     from ..targets import Target
@@ -47,6 +55,7 @@ class _Run:
     options: BatteryOptions
     target: Target
     panel: Panel | None
+    users: UserSimulator | None = None
     busy: int = 0
     used: float = field(default_factory=time.monotonic)
 
@@ -117,6 +126,7 @@ class Work:
         try:
             done = await asyncio.to_thread(_recorded, self.store, run_id, list(chunk.only))
             battery = Battery(run.loaded, run.target, run.options, panel=run.panel,
+                              users=run.users,
                               resume=Resume(run_id=run_id, seed=run.stored.seed or 0,
                                             started_at=run.stored.started_at, done=done),
                               only=chunk.only, gate=self._gate(run))
@@ -270,6 +280,7 @@ class Work:
         # no heartbeat, and the worker's chunks would be taken back from it.
         await asyncio.to_thread(_warm, stored.target_uri)
         panel = await asyncio.to_thread(make_panel, loaded, settings)
+        users = make_users(loaded, settings)
         target = make_target(stored.target_uri, target_options(
             loaded.suite, loaded.path.parent, concurrency=self.concurrency,
             base_url=settings.base_url))
@@ -277,11 +288,13 @@ class Work:
         identity = target.identity()
         if identity_digest(identity) != stored.target_digest:
             await target.close()
+            if users is not None:
+                await users.close()
             registered = stored.options.get("target_identity") or {}
             what = "; ".join(changes(registered, identity)) if registered else "its version"
             raise Refused(f"run {run_id}: the agent {stored.target_uri} on this worker is not "
                           f"the one the run registered ({what})")
-        return _Run(stored, loaded, settings, battery_options(settings), target, panel)
+        return _Run(stored, loaded, settings, battery_options(settings), target, panel, users)
 
     async def _close_run(self, run_id: str) -> None:
         run = self._runs.pop(run_id, None)
@@ -293,6 +306,8 @@ class Work:
         finally:
             if run.panel is not None:
                 await run.panel.close()
+            if run.users is not None:
+                await run.users.close()
 
 
 def _recorded(store: Store, run_id: str, cases: list[str]) -> dict[tuple[str, int], Any]:

@@ -71,3 +71,16 @@ def judge_cost_line(cost: Cost) -> str | None:
               else f"{cost.judge_input_tokens:,} in / {cost.judge_output_tokens or 0:,} out")
     return (f"judges: cost {usd} · tokens {tokens} · {cost.judge_calls or 0} asked, "
             f"{cost.judge_cached or 0} from the judge cache")
+
+
+def simulator_cost_line(cost: Cost) -> str | None:
+    """The simulated users' spend, apart from the agent's and the judges' (None: no trial
+    had one)."""
+    if cost.simulator_calls is None and cost.simulator_cached is None:
+        return None
+    usd = "unavailable" if cost.simulator_usd is None else f"${cost.simulator_usd:.4f}"
+    tokens = ("unavailable" if cost.simulator_input_tokens is None
+              else f"{cost.simulator_input_tokens:,} in / "
+                   f"{cost.simulator_output_tokens or 0:,} out")
+    return (f"simulated users: cost {usd} · tokens {tokens} · {cost.simulator_calls or 0} "
+            f"asked, {cost.simulator_cached or 0} from the cache")

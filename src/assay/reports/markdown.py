@@ -23,7 +23,7 @@ from .common import (
     why,
     write_file,
 )
-from .cost import judge_cost_line, tokens_text, usd_text
+from .cost import judge_cost_line, simulator_cost_line, tokens_text, usd_text
 from .safe import markdown_code, markdown_text
 
 if TYPE_CHECKING:
@@ -57,6 +57,9 @@ def markdown(reports: list[Report]) -> str:
         judged = judge_cost_line(report.cost)
         if judged:
             out += [markdown_text(judged), ""]
+        simulated = simulator_cost_line(report.cost)
+        if simulated:
+            out += [markdown_text(simulated), ""]
         scored = has_scores(report)
         score_head, score_rule = (" score |", "---|") if scored else ("", "")
         out += [f"| case | split | outcome | pass@1 | pass^k |{score_head} why |",

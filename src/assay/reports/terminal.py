@@ -23,7 +23,7 @@ from .common import (
     verdict_line,
     why,
 )
-from .cost import cost_line, judge_cost_line, usd_cell
+from .cost import cost_line, judge_cost_line, simulator_cost_line, usd_cell
 from .safe import inert, print_table, shown
 
 if TYPE_CHECKING:
@@ -111,6 +111,9 @@ def print_scores(console: Console, report: Report) -> None:
     judged = judge_cost_line(report.cost)
     if judged:
         console.print(judged, markup=False)
+    simulated = simulator_cost_line(report.cost)
+    if simulated:
+        console.print(simulated, markup=False)
     if s.flags:
         flags = Text("flags: ")
         for i, flag in enumerate(s.flags):

@@ -12,6 +12,7 @@ them; every outward surface must pass what it loads through
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -548,19 +549,25 @@ class Store:
 
 
 def _served_model(content: bytes) -> tuple[Trace | None, list[TurnSummary] | None]:
-    """A stand-in trace holding only the model a stored trace names in its facets (or None),
-    and the summary of its turns when it is a conversation (the report keeps it)."""
+    """A stand-in trace holding what a seal's tally reads of a stored trace (or None): the
+    model its facets name, its usage and evidence (the report's cost evidence), and its
+    simulated user's record (SPEC §16: the report's cost counts what that spent); and the
+    summary of its turns when it is a conversation (the report keeps it)."""
     from ..model.trace import Trace
     from ..model.turns import TURN_KINDS, summary
 
     try:
-        data = json.loads(content)
-        facets = data.get("facets")
+        stored = json.loads(content)
+        facets = stored.get("facets")
     except (ValueError, AttributeError):
         return None, None
     model = facets.get("model") if isinstance(facets, dict) else None
     served = Trace(facets={"model": model}) if isinstance(model, str) else None
-    events = data.get("events")
+    kept = {key: stored[key] for key in ("usage", "evidence", "simulator") if key in stored}
+    if kept:  # a record this version does not read: the model alone, as before
+        with contextlib.suppress(ValueError):
+            served = Trace(facets={"model": model} if isinstance(model, str) else {}, **kept)
+    events = stored.get("events")
     if not isinstance(events, list) or not any(
             isinstance(e, dict) and e.get("kind") in TURN_KINDS for e in events):
         return served, None

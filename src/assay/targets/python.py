@@ -217,6 +217,8 @@ class PythonTarget:
             status, error, answered = "refused", str(exc), True
         except AgentCrash as exc:
             raise TrialBroken(f"agent raised {exc}") from None
+        except TrialBroken:
+            raise  # the harness's own (a simulated user that failed), not the agent's
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

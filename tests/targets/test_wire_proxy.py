@@ -20,6 +20,7 @@ from assay.targets.wire.proxy import (
     KeyScrub,
     RecordingProxy,
     Upstream,
+    credential_in,
     upstreams_from,
 )
 
@@ -335,6 +336,24 @@ def test_upstreams_come_from_the_flags_then_the_environment_then_the_apis_own() 
     assert found["anthropic"] == Upstream("anthropic", "http://claude-proxy", None)
     assert found["gemini"].base_url == "https://generativelanguage.googleapis.com"
     assert found["gemini"].key == "g1" and "g1" not in repr(found["gemini"])
+
+
+def test_the_settings_variable_names_an_upstream_before_the_sdks_own_variable() -> None:
+    environ = {"ASSAY_UPSTREAM_OPENAI": "http://gateway/v1", "OPENAI_BASE_URL": "http://sdk/v1"}
+    assert upstreams_from(environ, {})["openai"].base_url == "http://gateway/v1"
+    # A flag, a settings file, or what a queued run carries still wins over both.
+    assert upstreams_from(environ, {"openai": "http://given/v1"})["openai"].base_url \
+        == "http://given/v1"
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("http://me:pw@host/v1", "user:password@"), ("http://me@host/v1", "user:password@"),
+    ("https://host/v1?key=abc", "key="), ("https://host/v1?x-api-key=abc", "x-api-key="),
+    ("https://host/v1beta?alt=sse", None), ("http://127.0.0.1:8000/v1", None)])
+def test_a_credential_in_an_upstream_url_is_named(url: str, said: str | None) -> None:
+    found = credential_in(url)
+    assert (found is None) if said is None else (said in str(found))
+    assert "abc" not in str(found) and "pw" not in str(found)
 
 
 def socket_port() -> int:

@@ -69,11 +69,24 @@ def load_registered(stored: OpenRun, workers: int) -> tuple[LoadedSuite, RunSett
     settings = RunSettings(
         trials=stored.options.get("trials"), concurrency=workers,
         timeout_s=stored.options.get("timeout_s"), seed=stored.seed,
-        base_url=queued.get("base_url"), judges=judges, review=queued.get("review", "both"),
+        base_url=queued.get("base_url"), upstreams=_upstreams(queued.get("upstreams")),
+        judges=judges, review=queued.get("review", "both"),
         user_model=queued.get("user_model"),
         adaptive=adaptive is not None,
         max_trials=(adaptive or {}).get("max_trials", DEFAULT_MAX_TRIALS))
     return loaded, settings
+
+
+def _upstreams(value: Any) -> tuple[tuple[str, str], ...]:
+    """The upstream URLs the run was started with (``--upstream-openai`` …, settings).
+
+    None recorded (a run enqueued before they travelled, or started without
+    them): the worker's own environment names them, as for a local run.
+    """
+    if not isinstance(value, dict):
+        return ()
+    return tuple((api, url) for api, url in sorted(value.items())
+                 if isinstance(api, str) and isinstance(url, str) and url)
 
 
 def battery_options(settings: RunSettings) -> BatteryOptions:

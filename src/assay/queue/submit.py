@@ -76,7 +76,26 @@ def check_queue(settings: RunSettings, db: str | None, store: bool) -> str:
     if settings.keep_workspaces is not None:
         raise UsageError("--executor queue: --keep-workspaces keeps trials' folders on the "
                          "machine that ran them, and workers run them elsewhere")
+    _check_upstreams(settings)
     return needs_postgres(db, "--executor queue")
+
+
+def _check_upstreams(settings: RunSettings) -> None:
+    """Refuse an upstream URL with a key in it: a queued run keeps its URLs in the store.
+
+    The URLs travel with the run (its workers forward its exec: agents' model
+    calls there); the keys never do: each worker adds its own, from its
+    environment.
+    """
+    from ..targets.wire.proxy import KEY_ENV, credential_in
+
+    for api, url in settings.upstreams:
+        found = credential_in(url)
+        if found is not None:
+            raise UsageError(
+                f"--executor queue: --upstream-{api} carries {found}, and a queued run keeps "
+                "its upstream URLs in the store for its workers: give the URL without it, and "
+                f"the key in each worker's environment ({KEY_ENV[api][0]})")
 
 
 def submit(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watcher,
@@ -210,7 +229,8 @@ async def enqueue_battery(store: Store, item: LoadedSuite, uri: str, settings: R
 
     target = make_target(uri, target_options(item.suite, item.path.parent,
                                              concurrency=settings.concurrency,
-                                             base_url=settings.base_url))
+                                             base_url=settings.base_url,
+                                             upstreams=settings.upstreams))
     options = BatteryOptions(concurrency=settings.concurrency, trials=settings.trials,
                              timeout_s=settings.timeout_s, seed=settings.seed,
                              adaptive=settings.adaptive, max_trials=settings.max_trials)
@@ -269,6 +289,8 @@ def _options(settings: RunSettings, queue: QueueExecutor, planned: int | None,
         "hidden_dir": str(settings.hidden_dir.resolve()) if settings.hidden_dir else None,
         "cwd": str(Path.cwd()),
         "base_url": settings.base_url,
+        # URLs only: each worker's proxy adds the key from its own environment.
+        "upstreams": dict(settings.upstreams),
         "judge": judges.judge if judges else None,
         "judge_base_url": judges.base_url if judges else None,
         "judge_cache": judges.cache if judges else True,

@@ -283,7 +283,7 @@ class Work:
         users = make_users(loaded, settings)
         target = make_target(stored.target_uri, target_options(
             loaded.suite, loaded.path.parent, concurrency=self.concurrency,
-            base_url=settings.base_url))
+            base_url=settings.base_url, upstreams=settings.upstreams))
         await target.start()
         identity = target.identity()
         if identity_digest(identity) != stored.target_digest:

@@ -53,6 +53,10 @@ DEFAULT_UPSTREAMS = {"openai": "https://api.openai.com/v1",
 #: The variable each API's SDK reads its base URL from (the agent gets a route in it).
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
                 "gemini": "GOOGLE_GEMINI_BASE_URL"}
+#: The settings' variables that name each API's upstream (``upstream_openai`` … in a
+#: settings file; a variable set wins over the file, a flag over both).
+UPSTREAM_ENV = {"openai": "ASSAY_UPSTREAM_OPENAI", "anthropic": "ASSAY_UPSTREAM_ANTHROPIC",
+                "gemini": "ASSAY_UPSTREAM_GEMINI"}
 #: The variables each API's key may be in: the proxy reads the real one, the agent gets
 #: the stand-in in all of them.
 KEY_ENV = {"openai": ("OPENAI_API_KEY",), "anthropic": ("ANTHROPIC_API_KEY",),
@@ -96,14 +100,38 @@ class Upstream:
 
 def upstreams_from(environ: Mapping[str, str], given: Mapping[str, str | None]
                    ) -> dict[str, Upstream]:
-    """Each API's upstream: ``given`` (``--upstream-openai`` …, settings), else the base
-    URL the environment named, else the API's own; its key from the environment."""
+    """Each API's upstream: ``given`` (``--upstream-openai`` …, a settings file, or what a
+    queued run carries), else ``$ASSAY_UPSTREAM_OPENAI`` …, else the base URL the
+    environment named, else the API's own; its key from the environment, always."""
     found = {}
     for api in APIS:
-        base = given.get(api) or environ.get(BASE_URL_ENV[api]) or DEFAULT_UPSTREAMS[api]
+        base = (given.get(api) or environ.get(UPSTREAM_ENV[api])
+                or environ.get(BASE_URL_ENV[api]) or DEFAULT_UPSTREAMS[api])
         key = next((environ[name] for name in KEY_ENV[api] if environ.get(name)), None)
         found[api] = Upstream(api, base.rstrip("/"), key)
     return found
+
+
+def credential_in(url: str) -> str | None:
+    """What in ``url`` is a credential (a user and password, a key in the query), or None.
+
+    A queued run keeps its upstream URLs in the store for its workers; a key
+    must never be kept with them (docs/usage.md, the job queue).
+    """
+    from urllib.parse import urlsplit
+
+    from .exchange import secret_param
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None  # not a URL at all: the proxy says so when it forwards
+    if parts.username is not None or parts.password is not None:
+        return "a user name or password (user:password@)"
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if name.lower() in KEY_PARAMS or secret_param(name):
+            return f"a credential in its query ({name}=)"
+    return None
 
 
 def clean_query(query: str) -> str:

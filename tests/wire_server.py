@@ -10,6 +10,7 @@ user text so a test can tell whose exchange it sees:
 - ``POST /{version}/models/{model}:generateContent`` and
   ``:streamGenerateContent?alt=sse``: Gemini.
 
+A user text holding ``THINK:N`` is answered after N ms (a model's latency).
 A user text holding ``HANG`` makes a stream send two events and then wait
 until the client goes away (a stream the agent abandons). Other routes:
 ``GET /big?n=N`` (N bytes, streamed in 64 KiB chunks), ``GET /gzip`` (a
@@ -24,12 +25,15 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 import threading
 from typing import Any
 
 from aiohttp import web
 
 MODEL = "wire-model-1"
+#: ``THINK:N`` in a chat's user text: the answer waits N ms first.
+_THINK = re.compile(r"THINK:(\d+)")
 
 
 def _last_text(body: dict[str, Any]) -> str:
@@ -126,6 +130,9 @@ class WireServer:
         body = await request.json()
         text = _last_text(body)
         answer = f"echo: {text}"
+        think = _THINK.search(text)
+        if think:  # a model that takes its time before answering (bench/wire_proxy.py)
+            await asyncio.sleep(int(think.group(1)) / 1000)
         if not body.get("stream"):
             return await self._json(request, {
                 "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": MODEL,

@@ -131,6 +131,11 @@ def _reject(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+#: One decoder for every body: ``json.loads`` with an option builds a new one per call,
+#: and a trial's exchanges are parsed seven times or so.
+_DECODER = json.JSONDecoder(parse_constant=_reject)
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads`` without NaN or Infinity; ValueError for anything it cannot read.
 
@@ -138,7 +143,11 @@ def loads(text: str | bytes) -> Any:
     is a ValueError here too, not a RecursionError.
     """
     try:
-        return json.loads(text, parse_constant=_reject)
+        if isinstance(text, (bytes, bytearray)):  # as json.loads reads bytes
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
+        elif text.startswith("\ufeff"):
+            raise ValueError("a byte order mark before JSON text")
+        return _DECODER.decode(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except UnicodeDecodeError as exc:

@@ -70,6 +70,16 @@ REASON_CHARS = 500
 UNPINNABLE = "an exec: agent picks its own model and effort"
 
 
+async def launched(argv: list[str], **given: Any) -> int:
+    """``run_group``, with a program that cannot be started this trial's breakage."""
+    try:
+        return await run_group(argv, **given)
+    except OSError as exc:
+        raise TrialBroken(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL, or a lone surrogate, in an argument
+        raise TrialBroken(f"the program's arguments cannot be passed to it: {exc}") from None
+
+
 # --- the seam: what watches a program from outside its process ----------------------------
 
 @dataclass(frozen=True)
@@ -348,12 +358,8 @@ class ExecTarget:
         started = time.perf_counter()
         env = self.environment(trial, watches)
         try:
-            code = await run_group(argv, cwd=trial.workdir, env=env, stdin=stdin,
+            code = await launched(argv, cwd=trial.workdir, env=env, stdin=stdin,
                                    stdout=stdout.read, stderr=stderr.read)
-        except OSError as exc:
-            raise TrialBroken(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-        except ValueError as exc:  # a NUL, or a lone surrogate, in an argument
-            raise TrialBroken(f"the program's arguments cannot be passed to it: {exc}") from None
         except asyncio.CancelledError:
             # Stopped at a timeout (or an interrupt), the group killed: what the
             # observers saw until then is the trial's record.
@@ -470,12 +476,8 @@ class _Conversation:
         stderr = Kept(STDERR_KEPT, head=False)
         env = self.target.environment(self.trial, self.watches)
         try:
-            code = await run_group(argv, cwd=self.trial.workdir, env=env, stdin=self._talk,
+            code = await launched(argv, cwd=self.trial.workdir, env=env, stdin=self._talk,
                                    stdout=self._read, stderr=stderr.read)
-        except OSError as exc:
-            raise TrialBroken(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-        except ValueError as exc:  # a NUL, or a lone surrogate, in an argument
-            raise TrialBroken(f"the program's arguments cannot be passed to it: {exc}") from None
         except asyncio.CancelledError:
             # Stopped at a timeout: every turn so far, and what the observers saw.
             try:

@@ -230,3 +230,46 @@ def test_sigterm_lets_a_worker_finish_the_chunks_in_hand_then_stop(
     assert followed.code == 0, followed.err
     counts, _, status = recorded(project.url, run_id)
     assert status == "sealed" and counts == Counter({(name, 1): 1 for name in names})
+
+
+@pytest.mark.real
+def test_only_a_chunk_that_had_started_is_blamed_for_its_workers_stop(project: Project) -> None:
+    # Two single-trial chunks claimed by one worker that then died: one had begun, the
+    # other was still waiting its turn (behind a suspect, say). The sweeper adds a stall
+    # to the first only, so a bystander never reaches three stalls by waiting.
+    from assay.queue.leases import take_back
+    from assay.queue.tasks import make_app
+
+    write(project, ["begun", "waiting"])
+    queued = project.assay("run", "evals", "--db", project.url, "--executor", "queue",
+                           "--detach", "--chunk", "1")
+    assert queued.code == 0, queued.err
+    run_id = queued.out.split()[0]
+    store = open_store(project.url)
+    c = schema.run_chunks.c
+    app = make_app(project.url)
+    with app.open():
+        with store.engine.begin() as connection:
+            chunks = {decode_case(row.items): (row.chunk, row.job_id) for row in
+                      connection.execute(sa.select(c.chunk, c["items"], c.job_id)
+                                         .where(c.run_id == run_id))}
+            connection.execute(sa.text("UPDATE procrastinate_jobs SET status = 'doing' "
+                                       "WHERE id = ANY(:jobs)"),
+                               {"jobs": [job for _, job in chunks.values()]})
+            connection.execute(schema.run_chunks.update().where(
+                c.run_id == run_id, c.chunk == chunks["begun"][0]).values(started=True))
+        said = [take_back(store, app, job) for _, job in chunks.values()]
+    assert said == ["split into 1", "split into 1"]
+    with store.engine.connect() as connection:
+        rows = connection.execute(sa.select(c["items"], c.state, c.stalls, c.started)
+                                  .where(c.run_id == run_id, c.state == "todo")).all()
+    store.close()
+    assert sorted((decode_case(row.items), row.stalls, row.started) for row in rows) == [
+        ("begun", 1, None), ("waiting", 0, None)]
+
+
+def decode_case(items: str) -> str:
+    from assay.queue.chunks import decode
+
+    (case_id,) = decode(items).only
+    return str(case_id)

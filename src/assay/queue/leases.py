@@ -12,7 +12,8 @@ lease (dead, cut off, paused) is taken back in one transaction
   time: it is recorded ``broken`` with the reason, and the run goes on. From
   its second stall on, a worker runs such a trial alone among trials that
   stalled as often (``work``), so a trial that merely shared a worker with
-  the one that kills it is not blamed for it;
+  the one that kills it is not blamed for it; nor is a chunk the stopped worker
+  held but had not begun (``run_chunks.started``);
 - any other job (a seal) is put back to ``todo`` as it is.
 
 The job row is locked first and the work done only if it is still
@@ -79,12 +80,13 @@ def _split(connection: sa.Connection, deferrer: procrastinate.App, run_id: str,
     # The run's row first, as a chunk's completion takes it (fence._done): one order.
     connection.execute(sa.select(schema.runs.c.run_id).where(schema.runs.c.run_id == run_id)
                        .with_for_update())
-    row = connection.execute(sa.select(c["items"], c.state, c.stalls).where(
+    row = connection.execute(sa.select(c["items"], c.state, c.stalls, c.started).where(
         c.run_id == run_id, c.chunk == number).with_for_update()).first()
     if row is None or row.state != "todo":
         return "finished"  # it was marked done just before its worker stopped
     chunk = decode(row.items)
-    stalls = int(row.stalls) + 1
+    # A chunk still waiting its turn in the stopped worker took no part in the stop.
+    stalls = int(row.stalls) + (1 if row.started else 0)
     pieces = singles(chunk.only, sorted(stored_trials(connection, run_id, list(chunk.only))))
     broken: list[TrialRecord] = []
     if len(pieces) == 1 and count(chunk.only) == 1:

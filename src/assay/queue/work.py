@@ -104,9 +104,12 @@ class Work:
             if stalls >= ISOLATE_AT:
                 # A trial that has stopped workers before runs alone among such trials
                 # here: if it stops this one too, it is the only suspect that did (leases).
+                # One still waiting its turn has not started: it is not blamed either.
                 async with self._suspect:
+                    await asyncio.to_thread(_started, self.store, run_id, number)
                     await self._chunk(job_id, worker_id, run_id, number, decode(items))
             else:
+                await asyncio.to_thread(_started, self.store, run_id, number)
                 await self._chunk(job_id, worker_id, run_id, number, decode(items))
         except Fenced as fenced:
             # Taken back while this worker was away: another ran it; nothing to retry.
@@ -330,6 +333,18 @@ def _warm(uri: str) -> None:
                 importlib.import_module(module)
             except ImportError:
                 return  # the target says so itself when it starts
+
+
+def _started(store: Store, run_id: str, number: int) -> None:
+    """Mark a chunk as begun here: from now on a stop of this worker is its stall too."""
+    import sqlalchemy as sa
+
+    from ..store import schema
+
+    c = schema.run_chunks.c
+    with store.engine.begin() as connection:
+        connection.execute(schema.run_chunks.update().where(
+            c.run_id == run_id, c.chunk == number, c.state == "todo").values(started=True))
 
 
 def _chunk_items(store: Store, run_id: str, number: int) -> tuple[str, int] | None:

@@ -206,6 +206,8 @@ run_chunks = sa.Table(
     sa.Column("stalls", sa.Integer, nullable=False),
     sa.Column("job_id", sa.BigInteger),
     sa.Column("facets", sa.Text),
+    # Set once a worker began running it: only a started chunk is blamed for a stall.
+    sa.Column("started", sa.Boolean),
     sa.Index("ix_run_chunks_state", "run_id", "state"),
 )
 

@@ -337,7 +337,6 @@ def _warm(uri: str) -> None:
 
 def _started(store: Store, run_id: str, number: int) -> None:
     """Mark a chunk as begun here: from now on a stop of this worker is its stall too."""
-
     from ..store import schema
 
     c = schema.run_chunks.c

@@ -132,8 +132,9 @@ def test_pytest_shows_a_failing_conversation_in_its_failure(project: Project,
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ASSAY_", "PYTEST_XDIST", "PYTEST_CURRENT"))}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "evals/", "-v",
-         "--assay-no-store"], cwd=project.root, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
+         "evals/", "-v", "--assay-no-store"],
+        cwd=project.root, capture_output=True, text=True, timeout=300,
         env={**env, "COLUMNS": "200", "ASSAY_OPENAI_BASE_URL": server.url},
         stdin=subprocess.DEVNULL)
     out = done.stdout + done.stderr

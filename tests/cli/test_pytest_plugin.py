@@ -40,7 +40,8 @@ expect: [{{path: $.echo, equals: other}}]
 def pytest_in(project: Project, *args: str) -> Done:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ASSAY_", "PYTEST_XDIST", "PYTEST_CURRENT"))}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "-p", "no:langsmith_plugin", *args],
                           cwd=project.root, capture_output=True, text=True, timeout=300,
                           env={**env, "COLUMNS": "200"}, stdin=subprocess.DEVNULL)
     return Done(done.returncode, done.stdout, done.stderr)

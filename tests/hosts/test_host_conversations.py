@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,10 @@ from openai_stub import call
 from assay.engine import Battery, BatteryOptions
 from assay.model import CaseResult, Trace
 from assay.suites import load_suite_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from user_simulator import STOP, converse, script, user_server  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -49,14 +54,31 @@ cases:
 """
 
 
+#: The same conversation with a simulated user: it says the first message, the second once
+#: told the first half was paid, and stops once told the second was.
+USER = script(("", FIRST), ("first half", SECOND), ("second half", STOP))
+
+
 def _talk(host: Host, uri: str, name: str, timeout: float = 120,
-          stuck: Any = None) -> tuple[CaseResult, Trace]:
-    """Run the suite's one conversation through the battery: its result and its trace."""
+          stuck: Any = None, user: str | None = None) -> tuple[CaseResult, Trace]:
+    """Run the suite's one conversation through the battery: its result and its trace.
+
+    ``user``: the base URL of a simulated user (``user_simulator``) who holds it instead
+    of the scripted turns."""
     shutil.copytree(BANK, host.root / "bank",
                     ignore=shutil.ignore_patterns("__pycache__", "*.suite.yaml"))
     suite = host.root / f"{name}.suite.yaml"
-    suite.write_text(SUITE.format(name=name, timeout=timeout, system=SYSTEM, first=FIRST,
-                                  second=SECOND))
+    text = SUITE.format(name=name, timeout=timeout, system=SYSTEM, first=FIRST, second=SECOND)
+    if user is not None:
+        text = text.replace(f'    turns: ["{FIRST}", "{SECOND}"]\n',
+                            f"    user: {{instructions: '{USER}', max_turns: 3}}\n")
+        suite.write_text(text.replace("cases:", "user_model: openai:sim-user\ncases:"))
+        case, trace = converse(load_suite_file(suite), host.target(uri), user,
+                               lambda main: run_moving_on(main, stuck or (lambda: False),
+                                                          timeout))
+        host.traces.append(trace)
+        return case, trace
+    suite.write_text(text)
     traces: list[Any] = []
     battery = Battery(load_suite_file(suite), host.target(uri), BatteryOptions())
     battery.on_result = lambda case, result: traces.append(result.trace)
@@ -141,3 +163,46 @@ def test_claude_hanging_in_the_second_turn_keeps_the_first_and_its_breach_fails(
     assert trace.partial and trace.status == "timeout"
     assert _turns(trace) == [("user", 1), ("tool_call", 1), ("tool_result", 1), ("message", 1),
                              ("reply", 1), ("user", 2)]
+
+
+def _simulated(host: Host, uri: str, name: str) -> Trace:
+    """The rent paid in halves with a simulated user who holds the conversation: every
+    check passes, its messages reached the host's session and the host's replies reached
+    it; its three calls are the harness's, apart from the agent's usage."""
+    with user_server() as user:
+        case, trace = _talk(host, uri, name, user=user.url)
+        asked = user.seen
+    (trial,) = case.trials
+    assert [v.outcome for v in trial.verdicts] == ["pass"] * 5, trial.verdicts
+    assert (trace.status, trace.output, trace.settled) == ("ok", "Paid the second half.", True)
+    assert _turns(trace) == TALK
+    assert [e.text for e in trace.events if e.kind == "user"] == [FIRST, SECOND]
+    assert len(asked) == 3
+    told = [m["content"] for m in asked[-1]["messages"][2:]]
+    assert told == [FIRST, "Paid the first half.", SECOND, "Paid the second half."]
+    assert all(SYSTEM not in json.dumps(body) for body in asked)
+    assert trace.simulator is not None and (trace.simulator.calls, trace.simulator.cached) \
+        == (3, 0)
+    assert (trace.usage.input_tokens, trace.usage.output_tokens) == (400, 80)
+    return trace
+
+
+def test_a_simulated_user_talks_with_claude(claude: Host) -> None:
+    claude.stub.reply([tool("mcp__fixture__pay", "t1", to="landlord", amount=450)],
+                      "Paid the first half.",
+                      [tool("mcp__fixture__pay", "t2", to="landlord", amount=450)],
+                      "Paid the second half.")
+    _simulated(claude, "claude", "claude.sim")
+    # The second message went to the session the first began (resumed, not afresh).
+    resumed = json.dumps(claude.stub.model_calls()[2]["messages"])
+    assert FIRST in resumed and "Paid the first half." in resumed and SECOND in resumed
+
+
+def test_a_simulated_user_talks_with_codex(codex: Host) -> None:
+    codex.stub.reply([call("pay", namespace="mcp__fixture", to="landlord", amount=450)],
+                     "Paid the first half.",
+                     [call("pay", namespace="mcp__fixture", to="landlord", amount=450)],
+                     "Paid the second half.")
+    _simulated(codex, codex.codex_uri(), "codex.sim")
+    resumed = json.dumps(codex.stub.model_calls()[2]["input"])
+    assert FIRST in resumed and "Paid the first half." in resumed and SECOND in resumed

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,10 @@ from assay.store import schema
 from assay.store.database import open_store
 
 from .conftest import Project, wait_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from user_simulator import BOOKING, user_server  # noqa: E402
 
 AGENT = """
 def agent(input):
@@ -160,3 +166,53 @@ def test_a_scheduled_battery_reads_drift_against_the_one_before_and_posts_it(
     assert (reading["base"]["run_id"], reading["cand"]["run_id"]) == (first[0], second[0])
     log = (project.root / "p0.err").read_text()
     assert "no drift to read yet" in log and f"drift of run {second[0]}: stable" in log
+
+
+#: The booking agent of tests/user_simulator.py, and a suite whose user names no model.
+TALK_AGENT = """
+def agent(messages):
+    said = messages[-1]["content"]
+    return "Booked: Friday, 9:00." if "9am" in said else "Which flight on Friday: 9am or 5pm?"
+"""
+TALK_SUITE = f"""\
+suite: q/sched-talk@1
+target: python:t_agent:agent
+cases:
+  - id: book
+    user: {{instructions: '{BOOKING}', max_turns: 3}}
+    expect: [{{turn: 2, contains: "9:00"}}]
+"""
+
+
+@pytest.mark.real
+def test_a_schedule_plays_its_simulated_users_with_its_user_model(project: Project) -> None:
+    project.write("evals/t_agent.py", TALK_AGENT)
+    project.write("evals/t.suite.yaml", TALK_SUITE)
+    add = ("schedule", "add", "evals", "--target", "python:t_agent:agent", "--every", "1h",
+           "--db", project.url)
+    unplayed = project.assay(*add)  # no model for its user: refused now, not every window
+    assert unplayed.code == 2 and "t.suite.yaml:4: case 'book' has a simulated user and no " \
+        "model" in unplayed.err, unplayed.err
+    wrong = project.assay(*add, "--user-model", "sim-model")
+    assert wrong.code == 2 and "--user-model: a simulated user's model is openai:MODEL" \
+        in wrong.err, wrong.err
+    added = project.assay(*add, "--user-model", "openai:sim-model")
+    assert added.code == 0, added.err
+    with user_server() as user:  # where the workers serve openai: judges
+        project.worker("--tick", "0 0 1 1 *", env={"ASSAY_JUDGE_BASE_URL": user.url})
+        force_windows(project.url, 1, ["2026-01-05T10:00:00Z"])
+        wait_for(lambda: [s for _, s, _ in runs(project.url)] == ["sealed"], timeout=120,
+                 what="the window's battery")
+        asked = list(user.seen)
+    ((run_id, _, _),) = runs(project.url)
+    store = open_store(project.url)
+    try:
+        report, options = store.load_report(run_id), store.open_run(run_id).options
+    finally:
+        store.close()
+    # The window's battery played the user with the schedule's model, and it booked.
+    assert [case.outcome for case in report.cases] == ["pass"]
+    assert (report.cost.simulator_calls, report.cost.simulator_cached) == (3, 0)
+    assert [body["model"] for body in asked] == ["sim-model"] * 3
+    assert options["queue"]["user_model"] == "openai:sim-model"
+    assert report.cases[0].facets["user"].startswith("sha256:")

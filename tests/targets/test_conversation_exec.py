@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hosts"))
 from hostlib import run_moving_on  # noqa: E402
 
 from model_server import SERVED, ModelServer  # noqa: E402
+from user_simulator import assert_booked, booking_suite, converse, user_server  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -378,3 +379,27 @@ def test_a_failing_exit_after_the_last_reply_is_an_error_and_extra_lines_are_no_
     assert (extra.status, extra.output) == ("ok", {"turn": 1, "heard": "one"})
     assert [(e.kind, e.text) for e in extra.events][-1] == (
         "error", "the agent printed 2 more line(s) after its last reply; they are no reply")
+
+
+#: The booking agent of tests/user_simulator.py as a program: one JSON line a reply.
+BOOKING = """\
+    import json, sys
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message["role"] == "user":
+            said = message["content"]
+            print(json.dumps("Booked: Friday, 9:00." if "9am" in said
+                             else "Which flight on Friday: 9am or 5pm?"), flush=True)
+        else:
+            print("system:", message["content"], file=sys.stderr, flush=True)
+    """
+
+
+def test_a_simulated_user_talks_with_a_program(tmp_path: Path) -> None:
+    write(tmp_path, "booking.py", BOOKING)
+    target = make_target(f"exec:{PYTHON} booking.py", TargetOptions(base_dir=tmp_path))
+    with user_server() as user:
+        case, trace = converse(booking_suite(tmp_path, "exec"), target, user.url)
+        assert_booked(case, trace, user.seen)
+    assert (trace.output, trace.exit_code) == ("Booked: Friday, 9:00.", 0)
+    assert trace.stdout == "system: You are a booking agent.\n"  # one process, stdin closed

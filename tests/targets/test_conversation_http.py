@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay.model import Case, Trace
 from assay.targets import TargetOptions, TrialBroken, TrialRequest, make_target
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from user_simulator import assert_booked, booking_suite, converse, user_server  # noqa: E402
 
 pytestmark = pytest.mark.real
 
@@ -201,3 +207,15 @@ def test_a_hang_in_the_second_turn_keeps_the_first(agent: Agent) -> None:
     kept = request.partial.trace()
     assert kept is not None and kept.status == "timeout"
     assert [(e.kind, e.turn) for e in kept.events] == [("user", 1), ("reply", 1), ("user", 2)]
+
+
+def test_a_simulated_user_talks_with_the_http_agent(agent: Agent, tmp_path: Path) -> None:
+    with user_server() as user:
+        case, trace = converse(booking_suite(tmp_path, "http"),
+                               make_target(f"{agent.base}/agent", TargetOptions()), user.url)
+        assert_booked(case, trace, user.seen)
+    assert trace.output == {"text": "Booked: Friday, 9:00.", "booking": "ABC123"}
+    # Each POST carried the conversation so far, the system message first.
+    (_, first), (_, second) = agent.seen
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    assert first["messages"][0] == {"role": "system", "content": "You are a booking agent."}

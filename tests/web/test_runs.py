@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
 
-from .conftest import CANARY, Served, Stocked
+from .conftest import CANARY, Project, Served, Stocked
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from user_simulator import BOOKING, user_server  # noqa: E402
+
+#: The booking agent of tests/user_simulator.py, as a module of the project.
+TALK_AGENT = """
+def agent(messages):
+    said = messages[-1]["content"]
+    return "Booked: Friday, 9:00." if "9am" in said else "Which flight on Friday: 9am or 5pm?"
+"""
 
 pytestmark = pytest.mark.real
 
@@ -45,6 +60,8 @@ def test_a_run_page_shows_hidden_cases_as_holdouts_only(stocked: Stocked,
     page = served.get(f"/runs/{stocked.first}")
     assert page.status_code == 200
     assert CANARY not in page.text and CANARY not in str(data)
+    # No simulated user in this run: its cost line is the agent's and the judges' alone.
+    assert "judges – · – tokens" in page.text and "simulated users" not in page.text
     report = served.get(f"/runs/{stocked.first}/report.json")
     assert report.json()["run_id"] == stocked.first
     assert CANARY not in report.text
@@ -105,3 +122,34 @@ def test_serve_refuses_another_host_without_a_token(stocked: Stocked) -> None:
     done = stocked.project.assay("serve", "--host", "0.0.0.0", "--port", "0")
     assert done.code == 2
     assert "--token" in done.err and "Traceback" not in done.err
+
+
+def test_a_run_page_shows_what_its_simulated_users_cost_beside_the_judges(
+        project: Project) -> None:
+    project.write("t_agent.py", TALK_AGENT)
+    project.write("prices.yaml", "sim-user: {input: 1.0, output: 2.0}\n")
+    project.write("evals/t.suite.yaml", f"""\
+suite: web/talk@1
+target: python:t_agent:agent
+user_model: openai:sim-user
+cases:
+  - id: book
+    user: {{instructions: '{BOOKING}', max_turns: 3}}
+    expect: [{{turn: 2, contains: "9:00"}}]
+""")
+    with user_server() as user:
+        done = project.assay("run", "evals", "--json", "r.json", "--judge-base-url", user.url,
+                             env={"ASSAY_PRICES": str(project.root / "prices.yaml")})
+    assert done.code == 0, done.out + done.err
+    run_id = json.loads((project.root / "r.json").read_text())["run_id"]
+    served = Served(project.root, "evals")
+    try:
+        twin = served.get(f"/api/runs/{run_id}").json()
+        html = served.get(f"/runs/{run_id}").text
+    finally:
+        served.stop()
+    # Three calls of 40 tokens in and 6 out, at $1 and $2 a million: apart from the
+    # agent's cost (a python: agent that reported none) and the judges' (none asked).
+    assert twin["cost"]["simulator_usd"] == pytest.approx((3 * 40 + 3 * 6 * 2) / 1e6)
+    assert "<span class=\"value\">–</span><span class=\"muted\">judges – · simulated " \
+        "users $0.0002 · – tokens</span>" in html, html

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..engine.windows import SIZES
 from ..errors import AssayError, UsageError
 from .common import DB_OPTION, fail
+
+if TYPE_CHECKING:
+    from ..suites import LoadedSuite
 
 
 @click.group()
@@ -40,14 +44,19 @@ def schedule() -> None:
 @click.option("--hidden-dir", type=click.Path(path_type=Path, file_okay=False, exists=True),
               help="The private folder of hidden cases the workers load (same path on each).")
 @click.option("--base-url", metavar="URL", help="The server of openai: targets.")
+@click.option("--user-model", metavar="openai:MODEL", envvar="ASSAY_USER_MODEL",
+              help="The model that plays a simulated user (a case's user:) whose case names "
+                   "none, instead of the suite's user_model:, in every window's battery "
+                   "(default: $ASSAY_USER_MODEL, kept with the schedule). Served where the "
+                   "workers serve openai: judges ($ASSAY_JUDGE_BASE_URL).")
 @click.option("--chunk", type=click.IntRange(min=1), metavar="N", help="Trials per job.")
 @click.option("--target-limit", type=click.IntRange(min=1), metavar="N",
               help="At most N trials in flight against the target across all workers.")
 @DB_OPTION
 def add(path: Path, target_uri: str, every: str, suite_id: str | None, drift: bool,
         notify: str | None, trials: int | None, timeout_s: float | None,
-        hidden_dir: Path | None, base_url: str | None, chunk: int | None,
-        target_limit: int | None, db: str | None) -> None:
+        hidden_dir: Path | None, base_url: str | None, user_model: str | None,
+        chunk: int | None, target_limit: int | None, db: str | None) -> None:
     """Keep a schedule: the suite at PATH against a target, every window.
 
     One battery of the suite against --target per --every window, started by
@@ -75,8 +84,10 @@ def add(path: Path, target_uri: str, every: str, suite_id: str | None, drift: bo
             raise UsageError(f"{path}: give one suite to schedule with --suite ID "
                              f"(found: {named})")
         item = found[0]
+        if item.simulated_case is not None:
+            _check_users(item, user_model)
         options = {"trials": trials, "timeout_s": timeout_s, "base_url": base_url,
-                   "chunk": chunk, "target_limit": target_limit}
+                   "user_model": user_model, "chunk": chunk, "target_limit": target_limit}
         store = open_store(url)
         try:
             made = keep(store, {
@@ -93,6 +104,32 @@ def add(path: Path, target_uri: str, every: str, suite_id: str | None, drift: bo
     click.echo(inert(f"schedule {made}: {item.suite.id} against {target_uri}, one battery "
                      f"every {every}" + (" with a drift reading" if drift else ""),
                      one_line=True))
+
+
+def _check_users(item: LoadedSuite, user_model: str | None) -> None:
+    """A suite with simulated users: ``--user-model`` names a model, and a model plays each.
+
+    Checked now as ``assay run`` checks them, rather than in every window's
+    battery. A ``--user-model`` no case needs is not refused (nor checked):
+    the settings file and ``$ASSAY_USER_MODEL`` make it every command's default.
+    """
+    from ..errors import SuiteError
+    from ..model.conversation import check_user_model
+
+    if user_model is not None:
+        try:
+            check_user_model(user_model)
+        except ValueError as exc:
+            raise UsageError(f"--user-model: {exc}") from None
+        return
+    case = item.unmodelled_user_case
+    if case is not None and item.suite.user_model is None:
+        hidden = case.split == "hidden"
+        what = "a hidden case" if hidden else f"case {case.id!r}"
+        raise SuiteError(case.file or str(item.path), None if hidden else case.line,
+                         f"{what} has a simulated user and no model to play it: give it "
+                         "model: openai:MODEL, or the suite user_model: openai:MODEL, or "
+                         "pass --user-model openai:MODEL")
 
 
 @schedule.command("list")

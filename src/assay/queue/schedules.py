@@ -151,7 +151,7 @@ def settings_of(schedule: Schedule, start: str, workers: int) -> Any:
     return RunSettings(
         trials=chosen.get("trials"), concurrency=workers, timeout_s=chosen.get("timeout_s"),
         base_url=chosen.get("base_url"), window=Window(schedule.every, moment), judges=judges,
-        review=chosen.get("review", "both"),
+        review=chosen.get("review", "both"), user_model=chosen.get("user_model"),
         hidden_dir=Path(schedule.hidden_dir) if schedule.hidden_dir else None,
         max_trials=DEFAULT_MAX_TRIALS)
 

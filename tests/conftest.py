@@ -2,9 +2,17 @@
 
 import compileall
 import importlib.util
+import sys
 
 import pytest
 from hypothesis import settings
+
+# Where PYTHONDONTWRITEBYTECODE is set (this machine sets it), pytest would rewrite the
+# assertions of every test module again in each process that imports it (each xdist
+# worker, each pytest a test starts): about 12 s of CPU a process for this suite. Its
+# rewritten modules are cached next to them, as without the variable; this module is
+# imported before any test module is.
+sys.dont_write_bytecode = False
 
 # The throwaway PostgreSQL and the db_url fixture, for every test folder.
 pytest_plugins = ["tests.postgres"]

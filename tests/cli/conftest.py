@@ -1,15 +1,15 @@
-"""Run the real ``assay`` command in a subprocess, in a folder of its own."""
+"""Run the real ``assay`` command in a process of its own (tests/forked.py), in a folder of its own."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ..forked import run_assay
 
 
 @dataclass
@@ -34,10 +34,7 @@ class Project:
     def assay(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Done:
         full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
         full_env.pop("ASSAY_HIDDEN_DIR", None) if env is None else None
-        done = subprocess.run(
-            [sys.executable, "-m", "assay", *args], cwd=self.root, capture_output=True,
-            text=True, timeout=timeout, env=full_env, stdin=subprocess.DEVNULL,
-        )
+        done = run_assay(list(args), cwd=self.root, env=full_env, timeout=timeout)
         return Done(done.returncode, done.stdout, done.stderr)
 
 

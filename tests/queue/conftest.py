@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ..forked import run_assay
+
 #: Seconds without a heartbeat before a worker's chunks are taken back, in these tests.
 LEASE = "3"
 
@@ -48,9 +50,7 @@ class Project:
 
     def assay(self, *args: str, timeout: float = 180,
               env: dict[str, str] | None = None) -> Done:
-        done = subprocess.run([sys.executable, "-m", "assay", *args], cwd=self.root,
-                              capture_output=True, text=True, timeout=timeout,
-                              env=self.env(env), stdin=subprocess.DEVNULL)
+        done = run_assay(list(args), cwd=self.root, env=self.env(env), timeout=timeout)
         return Done(done.returncode, done.stdout, done.stderr)
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

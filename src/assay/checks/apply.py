@@ -89,6 +89,8 @@ def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()
 
 
 def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:
+    if assertion.turn == "any":  # an output check on each reply: one passing is enough
+        return _any_reply(check, assertion, trace)
     if assertion.turn is not None:  # an output check on one reply of a conversation
         replies = [e for e in trace.events if e.kind == "reply"]
         if len(replies) < assertion.turn:
@@ -99,6 +101,28 @@ def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:
         return check.evaluate(assertion, trace)
     except Exception as exc:  # a check must not crash the battery; say what happened
         return Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
+
+
+def _any_reply(check: Check, assertion: Assertion, trace: Trace) -> Judgement:
+    """``turn: any``: the check on each reply in turn; the first that passes decides. None
+    passing: inconclusive if one was, else a failure that says how many replies there were
+    (what someone had to say, anywhere in the conversation, was never said)."""
+    replies = [e for e in trace.events if e.kind == "reply"]
+    unsure: Judgement | None = None
+    judgement = Judgement("fail", "the conversation has no reply")
+    for number, reply in enumerate(replies, 1):
+        try:
+            judgement = check.evaluate(assertion, trace.model_copy(update={"output": reply.result}))
+        except Exception as exc:  # a check must not crash the battery; say what happened
+            judgement = Judgement("inconclusive", f"check failed: {type(exc).__name__}: {exc}")
+        if judgement.outcome == "pass":
+            return replace(judgement, note=f"reply {number}: {judgement.note}")
+        if judgement.outcome == "inconclusive" and unsure is None:
+            unsure = replace(judgement, note=f"reply {number}: {judgement.note}")
+    if unsure is not None or not replies:
+        return unsure or judgement
+    return Judgement("fail", f"none of the {len(replies)} replies passes; the last: "
+                     f"{judgement.note}")
 
 
 def _weak_breach(assertion: Assertion, judgement: Judgement, have: Evidence) -> Judgement:

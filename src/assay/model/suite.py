@@ -105,9 +105,11 @@ class Assertion(BaseModel):
     #: level but ``unavailable``; ``observed``: a breach seen only at ``inferred`` is
     #: inconclusive instead.
     breach_evidence: Evidence | None = None
-    #: The reply of a conversation an output check reads (SPEC §16), from 1; None: the
-    #: last (the trial's output).
-    turn: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    #: The reply of a conversation an output check reads (SPEC §16), from 1; ``any``: each
+    #: reply, and the check passes when one does (docs/decisions/0079); None: the last (the
+    #: trial's output).
+    turn: int | Literal["any"] | None = Field(default=None,
+                                              exclude_if=lambda value: value is None)
     line: int | None = Field(default=None, exclude=True)
     file: str | None = Field(default=None, exclude=True)
 
@@ -140,6 +142,15 @@ class Assertion(BaseModel):
         kwargs: dict[str, Any] = {k: data[k] for k in MODIFIERS if k in data}
         arg = {k: data[k] for k in names} if headed else data[name]
         return cls(check=name, arg=arg, line=line, file=file, **kwargs)
+
+    @field_validator("turn", mode="before")
+    @classmethod
+    def _turn(cls, value: Any) -> Any:
+        if value is None or value == "any" or (
+                isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            return value
+        raise ValueError(f"a reply's number, from 1, or any (each reply, one "
+                         f"passing enough), not {value!r}")
 
     def label(self) -> str:
         """A short human name: ``equals $.rows[2].total``, ``file shop/total.py``."""

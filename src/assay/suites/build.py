@@ -206,7 +206,7 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
 def _check_conversation(case: Case, problem: Problem, loc: Loc) -> None:
     """A conversation (SPEC §16) is scripted or simulated, not both; its ``input``, if
     any, is the agent's system message; ``turn: N`` scopes an output check to a reply
-    the conversation can have."""
+    the conversation can have (``turn: any`` to each reply, one passing enough)."""
     talks = case.turns is not None or case.user is not None
     if case.turns is not None and case.user is not None:
         raise problem([*loc, "user"], "a case is a scripted conversation (turns:) or a "
@@ -221,12 +221,19 @@ def _check_conversation(case: Case, problem: Problem, loc: Loc) -> None:
         fail = _at(problem, assertion, [])
         check = lookup(assertion.check)
         if not talks:
-            raise fail(f"turn: {assertion.turn} reads one reply of a conversation, and case "
+            read = "the replies" if assertion.turn == "any" else "one reply"
+            raise fail(f"turn: {assertion.turn} reads {read} of a conversation, and case "
                        f"{case.id!r} is none (give it turns: or user:)",
                        "turn: on a case that is no conversation")
         if check is None or check.family != "output":
             raise fail(f"turn: scopes an output check to one reply; {assertion.check} reads "
                        "the whole conversation", "turn: on a check that is no output check")
+        if assertion.turn == "any":
+            if assertion.check == "not_contains":
+                raise fail("turn: any passes when one reply passes, and not_contains would "
+                           "then pass when a single reply lacks the text; without turn: it "
+                           "reads the last reply", "not_contains with turn: any")
+            continue
         if case.turns is not None and assertion.turn > len(case.turns):
             raise fail(f"turn: {assertion.turn}, and the case scripts {len(case.turns)} "
                        "turn(s)", "turn: past the case's last turn")

@@ -1,4 +1,4 @@
-"""Run the real ``assay`` command in a process of its own (tests/forked.py), in a folder of its own."""
+"""Run the real ``assay`` command in a process (tests/forked.py) and a folder of its own."""
 
 from __future__ import annotations
 

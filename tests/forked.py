@@ -199,17 +199,19 @@ def run_assay(args: list[str], *, cwd: Path, env: dict[str, str], timeout: float
         err = stack.enter_context(tempfile.TemporaryFile())
         connection = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
         connection.connect(path)
+        connection.settimeout(timeout)
         request = {"args": list(args), "env": env, "cwd": str(cwd)}
         socket.send_fds(connection, [json.dumps(request).encode()],
                         [source.fileno(), out.fileno(), err.fileno()])
         reader = connection.makefile("r")
-        pid = int(reader.readline())
-        connection.settimeout(timeout)
+        pid = None
         try:
+            pid = int(reader.readline())
             line = reader.readline()
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             raise subprocess.TimeoutExpired([sys.executable, "-m", "assay", *args],
                                             timeout) from None
         code = int(line)

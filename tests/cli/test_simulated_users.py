@@ -9,30 +9,20 @@ answer per call, the last repeated — so each test says what the user does: spe
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from ..conversation_run import stub as stub_model
+
 pytestmark = pytest.mark.real
 
-STUB_FILE = Path(__file__).resolve().parents[2] / "examples" / "support" / "stub_model.py"
 STOP = "###STOP###"
 PRICES = "agent-model: {input: 10.0, output: 20.0}\nsim-model: {input: 1.0, output: 2.0}\n"
-
-
-def _stub() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("assay_sim_stub_model", STUB_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def agent(body: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +52,7 @@ def simulator(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[Any, Any]]:
-    stub = _stub()
+    stub = stub_model()
     agent_server, user_server = stub.StubServer(agent), stub.StubServer(simulator)
     yield agent_server, user_server
     agent_server.close()

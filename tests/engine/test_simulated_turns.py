@@ -4,9 +4,7 @@ timeout runs out: the harness's failure, not the agent's."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
-from pathlib import Path
 from typing import Any
 
 from assay.engine import Battery, BatteryOptions
@@ -14,22 +12,13 @@ from assay.judging.panel import JudgeOptions
 from assay.judging.simulated_user import UserSimulator
 from assay.targets import TargetOptions, make_target
 
+from ..conversation_run import stub as stub_model
 from .conftest import Bench
-
-STUB_FILE = Path(__file__).resolve().parents[2] / "examples" / "support" / "stub_model.py"
-
-
-def _stub() -> Any:
-    spec = importlib.util.spec_from_file_location("assay_turns_stub_model", STUB_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_timeout_while_the_simulator_answers_breaks_the_trial_as_its_failure(
         bench: Bench) -> None:
-    stub = _stub()
+    stub = stub_model()
     release = threading.Event()
 
     def hanging(body: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -24,25 +23,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
 
+from ..conversation_run import stub as stub_model
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-STUB_FILE = REPO / "examples" / "support" / "stub_model.py"
 DOMAINS = ("airline", "retail")
 USER_MODEL = "openai:tau2-user"
 BEGIN, END = "----- BEGIN INSTRUCTIONS -----", "----- END INSTRUCTIONS -----"
-
-
-def _stub() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("assay_tau2_stub_model", STUB_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def assay(*args: str, cwd: Path, env: dict[str, str] | None = None,
@@ -80,7 +71,7 @@ class UserStub:
     def __init__(self, suites: Path) -> None:
         self.tasks = {case["user"]["instructions"]: key.replace("/", " task ")
                       for key, case in cases(suites).items()}
-        self.server = _stub().StubServer(self._answer)
+        self.server = stub_model().StubServer(self._answer)
         self.url = self.server.url
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -6,11 +6,9 @@ tests/cli/test_simulated_users.py."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -27,16 +25,9 @@ from assay.judging.simulated_user import (
 from assay.model import Case, Suite
 from assay.targets.base import TrialBroken
 
-STUB_FILE = Path(__file__).resolve().parents[2] / "examples" / "support" / "stub_model.py"
+from ..conversation_run import stub as stub_model
+
 STOP = "###STOP###"
-
-
-def _stub() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("assay_user_stub_model", STUB_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class Script:
@@ -54,7 +45,7 @@ class Script:
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[Any, Script]]:
     script = Script()
-    server = _stub().StubServer(script)
+    server = stub_model().StubServer(script)
     yield server, script
     server.close()
 

@@ -3,18 +3,15 @@ user with the model the submitter named, and the sealed report is the local exec
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..conversation_run import stub as stub_model
 from .conftest import Project
 from .test_queued_runs import settled
-
-STUB_FILE = Path(__file__).resolve().parents[2] / "examples" / "support" / "stub_model.py"
 
 SUITE = """
 suite: q/talk@1
@@ -45,10 +42,7 @@ def simulator(body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 def servers() -> Iterator[tuple[Any, Any]]:
-    spec = importlib.util.spec_from_file_location("assay_queue_stub_model", STUB_FILE)
-    assert spec is not None and spec.loader is not None
-    stub = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stub)
+    stub = stub_model()
     made = stub.StubServer(agent), stub.StubServer(simulator)
     yield made
     for server in made:

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 from ..judging.opinion import Opinion
 from ..model import DEFAULT_MINIMUM, Assertion, Evidence, Trace, Verdict
+from ..model.records import PlainVerdict
+from ..model.storable import storable_note
 from .quality import rate_threshold, read_opinions
 from .registry import Check, Judgement, lookup, reads_opinions
 
@@ -26,27 +28,38 @@ def grade_trace(assertions: list[Assertion], trace: Trace,
     ``opinions`` are what judges said of this trace, by assertion position:
     a quality check's verdict is read from them (none: inconclusive).
     """
+    return [found.to_model() for found in grade_trace_plain(assertions, trace, opinions)]
+
+
+def grade_trace_plain(assertions: list[Assertion], trace: Trace,
+                      opinions: Opinions | None = None) -> list[PlainVerdict]:
+    """``grade_trace``'s verdicts as plain records (the battery's: no model per verdict)."""
     if opinions is None:
-        return [verdict(assertion, trace) for assertion in assertions]
-    return [verdict(assertion, trace, opinions.get(position, ()))
+        return [verdict_plain(assertion, trace) for assertion in assertions]
+    return [verdict_plain(assertion, trace, opinions.get(position, ()))
             for position, assertion in enumerate(assertions)]
 
 
-def grade_facts(assertions: list[Assertion], trace: Trace) -> list[Verdict | None]:
+def grade_facts(assertions: list[Assertion], trace: Trace) -> list[PlainVerdict | None]:
     """The verdicts of the checks that read the trace alone, in order, and None in the place
     of each check read from opinions: its verdict waits for its judges' answers."""
-    return [None if reads_opinions(assertion) else verdict(assertion, trace)
+    return [None if reads_opinions(assertion) else verdict_plain(assertion, trace)
             for assertion in assertions]
 
 
 def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()) -> Verdict:
     """The verdict of one assertion on one trace (and, for a quality check, its opinions)."""
+    return verdict_plain(assertion, trace, opinions).to_model()
+
+
+def verdict_plain(assertion: Assertion, trace: Trace,
+                  opinions: Sequence[Opinion] = ()) -> PlainVerdict:
+    """``verdict`` as a plain record (``model.records``)."""
     check = lookup(assertion.check)
     if check is None:  # the loader refuses these; a stored suite could still carry one
-        return Verdict(
-            assertion=assertion.label(), check=assertion.check, outcome="inconclusive",
-            evidence=Evidence.UNAVAILABLE, note=f"unknown check {assertion.check!r}",
-        )
+        return PlainVerdict(assertion.label(), assertion.check, "output", "inconclusive",
+                            Evidence.UNAVAILABLE,
+                            storable_note(f"unknown check {assertion.check!r}"), "", None, None)
     # An assertion that reads several facts rests on the weakest, and needs each.
     # One pass over the facts (this runs for every assertion of every trial):
     # the weakest evidence (the first of equals) and the first fact short of
@@ -80,12 +93,11 @@ def verdict(assertion: Assertion, trace: Trace, opinions: Sequence[Opinion] = ()
         judgement = _evaluate(check, assertion, trace)
     if judgement.breach and judgement.outcome == "fail" and have is not Evidence.OBSERVED:
         judgement = _weak_breach(assertion, judgement, have)
-    return Verdict(
-        assertion=assertion.label(), check=check.name, family=check.family, evidence=have,
-        threshold=rate_threshold(assertion) if check.family == "quality" else None,
-        outcome=judgement.outcome, note=judgement.note, score=judgement.score,
-        provenance=judgement.provenance or f"check:{check.name}",
-    )
+    # A note may quote the agent (a grader's, a check's): stored as a model would (storable).
+    return PlainVerdict(
+        assertion.label(), check.name, check.family, judgement.outcome, have,
+        storable_note(judgement.note), judgement.provenance or f"check:{check.name}",
+        rate_threshold(assertion) if check.family == "quality" else None, judgement.score)
 
 
 def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:

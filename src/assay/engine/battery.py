@@ -19,27 +19,26 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..checks import Opinions, grade_facts, grade_trace, lookup, reads_opinions, verdict
+from ..checks import Opinions, grade_facts, grade_trace_plain, lookup, reads_opinions, verdict_plain
 from ..errors import HarnessFailure
-from ..grading import RunInfo, fold_case, fold_trial
+from ..grading import RunInfo
 from ..grading.adaptive import DEFAULT_MAX_TRIALS, case_adds_trial, first_trials
-from ..grading.fold import BINARY_FAMILIES
+from ..grading.fold import BINARY_FAMILIES, AnyTrial, fold_case_plain, fold_trial_plain
 from ..grading.report import tallied_report
 from ..grading.tally import Tally
 from ..model import (
     Adaptive,
     Assertion,
     Case,
-    CaseResult,
     Evidence,
     Report,
     SuiteRef,
     TargetRef,
     Trace,
     TrialResult,
-    Verdict,
 )
 from ..model.packed import PackedCases
+from ..model.records import PlainCase, PlainTrial, PlainVerdict
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
 from ..targets.identity import identity_digest
@@ -60,8 +59,9 @@ _Parts = tuple[float, "Path | None", "ToolFixture | None", bool, bool, "Path | N
 
 #: Called after each trial with its outcome (pass, fail, inconclusive, broken).
 OnTrial = Callable[[str], None]
-#: Called after each trial with its case and whole result (e.g. to record it).
-OnResult = Callable[[Case, TrialResult], None]
+#: Called after each trial with its case and whole result (e.g. to record it): a plain
+#: record (``model.records``) or, for a trial recorded before, the model; both read alike.
+OnResult = Callable[[Case, AnyTrial], None]
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class Battery:
             {position[case_id]: trials for case_id, trials in only.items()
              if case_id in position}
         #: Per case position: its finished trials by number, until the case is final.
-        self._results: dict[int, dict[int, TrialResult]] = {}
+        self._results: dict[int, dict[int, AnyTrial]] = {}
         #: Final cases (all their trials in, nothing to add) go to disk and leave their
         #: numbers in the tally: nothing of a case is held once it is final.
         self._spool = CaseSpool(len(cases))
@@ -332,7 +332,7 @@ class Battery:
             return None
         return self.users.for_trial(case, n)
 
-    def _adapt(self, index: int, folded: CaseResult) -> _Slot | None:
+    def _adapt(self, index: int, folded: PlainCase) -> _Slot | None:
         """The next trial of an adaptive case whose planned trials are all in, if it adds one.
 
         ``grading.adaptive.case_adds_trial`` decides on the case's folded quality
@@ -492,7 +492,7 @@ class Battery:
         finally:
             self._live -= 1
 
-    def _finish(self, slot: _Slot, result: TrialResult) -> None:
+    def _finish(self, slot: _Slot, result: AnyTrial) -> None:
         """Keep one finished trial: record it, count it, fold its case once it is complete."""
         index = slot.case_index
         have = self._results.setdefault(index, {})
@@ -513,20 +513,20 @@ class Battery:
                     return
             self._final(index, folded)
 
-    def _final(self, index: int, folded: CaseResult) -> None:
+    def _final(self, index: int, folded: PlainCase) -> None:
         """A case with nothing more to run: to the spool and the tally, and let go of here."""
         self._spool.put(index, folded)
         self._tally.add(index, folded)
         self._results.pop(index, None)
         self._case_facets.pop(index, None)
 
-    def _fold(self, index: int, case: Case | None = None) -> CaseResult:
+    def _fold(self, index: int, case: Case | None = None) -> PlainCase:
         """The case at ``index`` folded from its trials (``case``: if at hand, not read again)."""
         if case is None:
             case = self.loaded.suite.cases[index]
         trials = self._results.get(index, {})
-        return fold_case(case, [trials[n] for n in sorted(trials)],
-                         facets=self._facets(index, case))
+        return fold_case_plain(case, [trials[n] for n in sorted(trials)],
+                               facets=self._facets(index, case))
 
     def _facets(self, index: int, case: Case) -> dict[str, str]:
         """What ``assay compare`` aligns the case on: the suite's facets, and its judges'."""
@@ -543,13 +543,13 @@ class Battery:
             self._case_facets[index] = found
         return found
 
-    async def _trial(self, slot: _Slot) -> TrialResult | None:
+    async def _trial(self, slot: _Slot) -> PlainTrial | None:
         try:
             return await self._attempt(slot)
         finally:
             slot.request.partial.drop()
 
-    async def _attempt(self, slot: _Slot) -> TrialResult | None:
+    async def _attempt(self, slot: _Slot) -> PlainTrial | None:
         if slot.workspace is None:
             return await self._run_and_grade(slot, slot.request, None)
         if self._staging is None:
@@ -595,7 +595,7 @@ class Battery:
         staged.remove()
 
     async def _run_and_grade(self, slot: _Slot, request: TrialRequest,
-                             staged: Workspace | None) -> TrialResult | None:
+                             staged: Workspace | None) -> PlainTrial | None:
         began = self.clock.monotonic()
         user: TrialUser | None = request.user
         try:
@@ -646,15 +646,15 @@ class Battery:
                 "evidence": {**trace.evidence, "workspace": Evidence.OBSERVED}})
         return await self._grade(slot, trace)
 
-    async def _grade(self, slot: _Slot, trace: Trace) -> TrialResult | None:
+    async def _grade(self, slot: _Slot, trace: Trace) -> PlainTrial | None:
         expect = slot.request.case.expect
         if not slot.judged:
             if slot.blocking:
-                verdicts = await asyncio.to_thread(grade_trace, expect, trace)
+                verdicts = await asyncio.to_thread(grade_trace_plain, expect, trace)
             else:
-                verdicts = grade_trace(expect, trace)
-            return fold_trial(slot.request.n, verdicts, duration_s=trace.duration_s,
-                              usage=trace.usage, trace=trace)
+                verdicts = grade_trace_plain(expect, trace)
+            return fold_trial_plain(slot.request.n, verdicts, duration_s=trace.duration_s,
+                                    usage=trace.usage, trace=trace)
         # The checks that read the trace alone first; those read from opinions wait.
         if slot.blocking:
             decided = await asyncio.to_thread(grade_facts, expect, trace)
@@ -663,8 +663,8 @@ class Battery:
         if any(v is not None and v.family in BINARY_FAMILIES and v.outcome == "fail"
                for v in decided):
             # A failed deterministic check decides the trial: no judge is asked.
-            return fold_trial(slot.request.n, _opinions_read(expect, trace, decided, None),
-                              duration_s=trace.duration_s, usage=trace.usage, trace=trace)
+            return fold_trial_plain(slot.request.n, _opinions_read(expect, trace, decided, None),
+                                    duration_s=trace.duration_s, usage=trace.usage, trace=trace)
         # Judges next, off this worker, which goes on to its next trial while they answer.
         await self._backlog.acquire()
         task = asyncio.create_task(self._judge(slot, trace, decided))
@@ -675,7 +675,8 @@ class Battery:
         await asyncio.sleep(0)
         return None
 
-    async def _judge(self, slot: _Slot, trace: Trace, decided: list[Verdict | None]) -> None:
+    async def _judge(self, slot: _Slot, trace: Trace,
+                     decided: list[PlainVerdict | None]) -> None:
         """Ask the trial's judges, grade it on their opinions, and finish it.
 
         Interrupted before they answered, the trial is kept all the same,
@@ -690,15 +691,15 @@ class Battery:
             except Exception as exc:  # a fault of ours in asking: said, never a lost trial
                 opinions = _unasked(slot.request.case, f"judging failed ({type(exc).__name__})")
             except asyncio.CancelledError:
-                self._finish(slot, fold_trial(slot.request.n,
-                                              _opinions_read(expect, trace, decided, None),
-                                              duration_s=trace.duration_s, usage=trace.usage,
-                                              trace=trace))
+                self._finish(slot, fold_trial_plain(slot.request.n,
+                                                    _opinions_read(expect, trace, decided, None),
+                                                    duration_s=trace.duration_s,
+                                                    usage=trace.usage, trace=trace))
                 raise
-            self._finish(slot, fold_trial(slot.request.n,
-                                          _opinions_read(expect, trace, decided, opinions),
-                                          duration_s=trace.duration_s, usage=trace.usage,
-                                          trace=trace, opinions=opinions))
+            self._finish(slot, fold_trial_plain(slot.request.n,
+                                                _opinions_read(expect, trace, decided, opinions),
+                                                duration_s=trace.duration_s, usage=trace.usage,
+                                                trace=trace, opinions=opinions))
         finally:
             self._backlog.release()
 
@@ -725,12 +726,12 @@ class Battery:
         return trace.model_copy(update=update, deep=True)
 
     def _broken(self, slot: _Slot, reason: str, began: float,
-                trace: Trace | None = None) -> TrialResult:
-        return fold_trial(slot.request.n, [], broken=True, reason=reason,
-                          duration_s=self.clock.monotonic() - began, trace=trace)
+                trace: Trace | None = None) -> PlainTrial:
+        return fold_trial_plain(slot.request.n, [], broken=True, reason=reason,
+                                duration_s=self.clock.monotonic() - began, trace=trace)
 
     def _user_broken(self, slot: _Slot, user: TrialUser, reason: str,
-                     began: float) -> TrialResult:
+                     began: float) -> PlainTrial:
         """A broken trial of a simulated conversation, what happened so far kept.
 
         The simulator's failure is the reason when it failed (the harness's,
@@ -761,12 +762,12 @@ def _safe_name(case_id: str) -> str:
     return name if name not in ("", ".", "..") else name.replace(".", "_") or "_"
 
 
-def _opinions_read(expect: list[Assertion], trace: Trace, decided: list[Verdict | None],
-                   opinions: Opinions | None) -> list[Verdict]:
+def _opinions_read(expect: list[Assertion], trace: Trace, decided: list[PlainVerdict | None],
+                   opinions: Opinions | None) -> list[PlainVerdict]:
     """Every verdict of a judged trial: those ``grade_facts`` decided, and the quality
     checks' read from ``opinions`` (None: not judged, so inconclusive)."""
     return [found if found is not None else
-            verdict(assertion, trace, opinions.get(position, ()) if opinions else ())
+            verdict_plain(assertion, trace, opinions.get(position, ()) if opinions else ())
             for position, (assertion, found) in enumerate(zip(expect, decided, strict=True))]
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..canonical import canonical, digest
 from ..checks import lookup, rate_threshold
 from ..grading import redact
+from ..model.records import PlainTrial
 from ..model.result import Report, TrialResult
 from ..model.suite import Case
 from ..store.runs.documents import Spilled, spill_report, spill_suite, stored_suite_json, summary
@@ -201,7 +202,7 @@ class RunRecorder:
         """Continue recording an open run (``assay run --resume``)."""
         self.run_id = run_id
 
-    def record(self, case: Case, result: TrialResult) -> None:
+    def record(self, case: Case, result: TrialResult | PlainTrial) -> None:
         """Keep one finished trial; write a batch when it is full or old enough."""
         self._raise_failure()
         if not self._pending:

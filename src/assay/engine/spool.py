@@ -23,6 +23,8 @@ from typing import Any, TypeVar, overload
 
 from pydantic_core import PydanticSerializationError
 
+from ..model.compact import fast_json
+from ..model.records import PlainCase
 from ..model.result import CaseResult, HoldoutResult, Report
 
 #: A case's outcome, and a trial's, by code.
@@ -89,7 +91,7 @@ class CaseSpool(_ReadBack[CaseResult]):
         #: Whether a read left the file's position elsewhere than at its end.
         self._reading = False
 
-    def put(self, index: int, case: CaseResult) -> None:
+    def put(self, index: int, case: CaseResult | PlainCase) -> None:
         """Keep the case at ``index`` (its report JSON; traces and opinions are not in it)."""
         self.put_raw(index, case_json(case), split=case.split, outcome=case.outcome,
                      score=case.score, trials=[t.outcome for t in case.trials])
@@ -302,9 +304,17 @@ _CASES = '"cases":['
 def case_json(case: Any) -> bytes:
     """A case's JSON as the report writes it (by alias, compact).
 
-    Text UTF-8 cannot hold (a lone surrogate) is written as a ``\\uXXXX``
-    escape by the standard library instead of losing the case.
+    A battery's plain record (``model.records.PlainCase``) is written by orjson,
+    byte for byte as the model would be (``model.compact``); what orjson
+    refuses is written through the model. Text UTF-8 cannot hold (a lone
+    surrogate) is written as a ``\\uXXXX`` escape by the standard library
+    instead of losing the case.
     """
+    if isinstance(case, PlainCase):
+        fast = fast_json(case.json_dict())
+        if fast is not None:
+            return fast
+        case = case.to_model()
     try:
         return case.__pydantic_serializer__.to_json(case, by_alias=True)  # type: ignore[no-any-return]
     except PydanticSerializationError:

@@ -17,11 +17,13 @@ The rules, in the order they bite:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.records import PlainCase, PlainTrial, PlainVerdict
 from ..model.result import CaseResult, Outcome, RateSummary, TrialOutcome, TrialResult, Verdict
+from ..model.storable import storable_note
 from ..model.suite import Case
 from ..model.trace import Trace, Usage
 from ..model.turns import summary
@@ -29,6 +31,11 @@ from .stats import EPSILON, pass_hat_k, straddles, wilson
 
 #: Families whose verdicts are binary over trials: one breach is a breach.
 BINARY_FAMILIES = frozenset({"output", "structural"})
+
+
+#: A verdict, a trial: as the validated model or as the battery's plain record.
+AnyVerdict = Verdict | PlainVerdict
+AnyTrial = TrialResult | PlainTrial
 
 
 def fold_trial(
@@ -42,7 +49,23 @@ def fold_trial(
     trace: Trace | None = None,
     opinions: Mapping[int, list[Any]] | None = None,
 ) -> TrialResult:
-    """One trial's outcome from its verdicts.
+    """One trial's outcome from its verdicts (``fold_trial_plain``, as the model)."""
+    return fold_trial_plain(n, verdicts, reason=reason, broken=broken, duration_s=duration_s,
+                            usage=usage, trace=trace, opinions=opinions).to_model()
+
+
+def fold_trial_plain(
+    n: int,
+    verdicts: Sequence[AnyVerdict],
+    *,
+    reason: str | None = None,
+    broken: bool = False,
+    duration_s: float = 0.0,
+    usage: Usage | None = None,
+    trace: Trace | None = None,
+    opinions: Mapping[int, list[Any]] | None = None,
+) -> PlainTrial:
+    """One trial's outcome from its verdicts, as the battery's plain record.
 
     ``broken`` marks a trial that never ran (harness failure, crash, timeout
     before any output); ``reason`` must then say why, and is required. For a
@@ -80,24 +103,27 @@ def fold_trial(
             reason = reason or _verdict_reason(undecided[0])
         else:
             outcome = "pass"
-    return TrialResult(
-        n=n,
-        outcome=outcome,
-        reason=reason,
-        duration_s=duration_s,
-        usage=usage,
-        verdicts=list(verdicts),
-        changes=trace.workspace.changes.files if trace is not None
-        and trace.workspace is not None else None,
-        turns=summary(trace),
-        trace=trace,
-        opinions=dict(opinions or {}),
+    return PlainTrial(
+        n, outcome,
+        # A broken trial's reason quotes the agent's exception (model/storable.py).
+        None if reason is None else storable_note(reason),
+        duration_s, usage, list(verdicts),
+        trace.workspace.changes.files if trace is not None and trace.workspace is not None
+        else None,
+        summary(trace), trace, dict(opinions) if opinions else {},
     )
 
 
 def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None,
               facets: Mapping[str, str] | None = None) -> CaseResult:
-    """A case's outcome, rates and pass^k from its trials.
+    """A case's outcome, rates and pass^k from its trials (``fold_case_plain``, as the model)."""
+    return fold_case_plain(case, trials, k=k, facets=facets).to_model()
+
+
+def fold_case_plain(case: Case, trials: Sequence[AnyTrial],
+                    *, k: int | None = None,
+                    facets: Mapping[str, str] | None = None) -> PlainCase:
+    """A case's outcome, rates and pass^k from its trials, as the battery's plain record.
 
     ``facets`` (what the case was, as digests: ``LoadedSuite.case_facets``)
     are kept with the result, with ``model`` added: the models the trials'
@@ -122,22 +148,15 @@ def fold_case(case: Case, trials: list[TrialResult], *, k: int | None = None,
     outcome, reason = _case_outcome(trials, quality)
 
     c = sum(1 for t in trials if t.outcome == "pass")
-    return CaseResult(
-        id=case.id,
-        split=case.split,
-        outcome=outcome,
-        reason=reason,
-        pass_at_1=c / n if n else 0.0,
+    return PlainCase(
+        case.id, case.split, outcome, reason,
+        c / n if n else 0.0,
         # No trials is no evidence of success: pass^k is 0, not the empty 1.0.
-        pass_hat_k=pass_hat_k(c, n, k) if n else 0.0,
-        k=k,
-        pass_hat={str(j): pass_hat_k(c, n, j) for j in range(1, n + 1)},
-        synthetic=case.synthetic,
-        tags=list(case.tags),
-        quality=quality,
-        score=_score(quality),
-        trials=list(trials),
-        facets=_served(facets, trials),
+        pass_hat_k(c, n, k) if n else 0.0,
+        k,
+        {str(j): pass_hat_k(c, n, j) for j in range(1, n + 1)},
+        case.synthetic, list(case.tags), quality, _score(quality), list(trials),
+        _served(facets, trials),
     )
 
 
@@ -147,7 +166,7 @@ def _score(quality: list[RateSummary]) -> float | None:
     return sum(scores) / len(scores) if scores else None
 
 
-def _served(facets: Mapping[str, str] | None, trials: list[TrialResult]) -> dict[str, str]:
+def _served(facets: Mapping[str, str] | None, trials: Sequence[AnyTrial]) -> dict[str, str]:
     found = dict(facets or {})
     models = {t.trace.facets["model"] for t in trials
               if t.trace is not None and "model" in t.trace.facets}
@@ -167,7 +186,7 @@ class _Tally:
     scores: list[float] | None = None
 
 
-def _quality(trials: list[TrialResult]) -> list[RateSummary]:
+def _quality(trials: Sequence[AnyTrial]) -> list[RateSummary]:
     """Rate summaries of the quality checks over the trials that ran."""
     ran = [t for t in trials if t.outcome != "broken"]
     tallies: dict[tuple[int, str], _Tally] = {}
@@ -225,7 +244,7 @@ def _quality(trials: list[TrialResult]) -> list[RateSummary]:
 
 
 def _case_outcome(
-    trials: list[TrialResult], quality: list[RateSummary]
+    trials: Sequence[AnyTrial], quality: list[RateSummary]
 ) -> tuple[TrialOutcome, str | None]:
     """fail > broken > inconclusive > pass, with a short reason."""
     n = len(trials)
@@ -293,17 +312,17 @@ def _case_outcome(
     return "pass", None
 
 
-def _binary_fail(verdict: Verdict) -> bool:
+def _binary_fail(verdict: AnyVerdict) -> bool:
     return verdict.family in BINARY_FAMILIES and verdict.outcome == "fail"
 
 
-def _verdict_reason(verdict: Verdict) -> str:
+def _verdict_reason(verdict: AnyVerdict) -> str:
     if verdict.note:
         return f"{verdict.assertion}: {verdict.note}"
     return f"{verdict.assertion} {verdict.outcome}"
 
 
-def _count(trials: list[TrialResult], n: int, word: str) -> str:
+def _count(trials: Sequence[AnyTrial], n: int, word: str) -> str:
     """"2 of 5 trials broken: <first reason>" (or just the reason for 1 of 1)."""
     first = trials[0].reason
     if n == 1:

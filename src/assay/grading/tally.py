@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from ..model.evidence import Evidence
+from ..model.records import PlainCase
 from ..model.result import CaseResult, Cost, Reliability, Scores, SplitCounts
 from .stats import EPSILON, clustered_se_of_means
 
@@ -84,7 +85,7 @@ class Tally:
             tally.add(index, case)
         return tally
 
-    def add(self, index: int, case: CaseResult) -> None:
+    def add(self, index: int, case: CaseResult | PlainCase) -> None:
         """Count one final case at its place in the report (its trials' traces still on)."""
         if self._group[index] != _EMPTY:
             raise ValueError(f"case {index} is counted already")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from ...canonical import digest_bytes
 
 if TYPE_CHECKING:  # only read here: the writer process, which imports this, needs no model
+    from ...model.records import PlainTrial
     from ...model.result import Report, TrialResult
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
@@ -73,7 +74,7 @@ def opinion_record(position: int, item: int, data: dict[str, Any]) -> OpinionRec
     return OpinionRecord(position, item, fields, texts)
 
 
-def trial_record(case_id: str, split: str, result: TrialResult) -> TrialRecord:
+def trial_record(case_id: str, split: str, result: TrialResult | PlainTrial) -> TrialRecord:
     """The record of one trial. Output an agent returned that JSON cannot hold is kept as repr."""
     trace = None if result.trace is None else \
         result.trace.model_dump_json(fallback=repr).encode()

@@ -103,3 +103,23 @@ def test_values_orjson_refuses_are_written_through_the_model() -> None:
                      [trial], {})
     assert case_json(case) == case_json(case.to_model())
     assert b"9223372036854775813" in case_json(case)
+
+
+@given(st.lists(st.lists(verdicts.map(lambda v: PlainVerdict(
+    v.assertion, v.check, "output" if v.family == "quality" else v.family, "pass", v.evidence,
+    v.note, v.provenance, v.threshold, v.score)), min_size=1, max_size=3), min_size=1,
+    max_size=4),
+    st.integers(1, 4))
+@settings(max_examples=200, deadline=None)
+def test_a_case_that_plainly_passed_folds_as_the_rules_fold_it(found: list[list[PlainVerdict]],
+                                                               k: int) -> None:
+    """The fold's shortcut for a case whose every trial and verdict passed gives what the
+    rules give."""
+    from assay.grading.fold import _by_the_rules
+
+    trials = [fold_trial_plain(n, vs, trace=Trace(output="x", facets={"model": f"m{n % 2}"}))
+              for n, vs in enumerate(found, 1)]
+    k = min(k, len(trials))
+    short = fold_case_plain(_case(), trials, k=k, facets={"case": "d"})
+    assert short == _by_the_rules(_case(), trials, k, {"case": "d"})
+    assert short.outcome == "pass"

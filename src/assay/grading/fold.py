@@ -144,6 +144,19 @@ def fold_case_plain(case: Case, trials: Sequence[AnyTrial],
     if not n:
         k = 0
 
+    if n and _plainly_passed(trials):
+        # Most cases: every trial and verdict passed and none is a quality verdict, so
+        # there is no rate to take and every pass^k is C(n,k)/C(n,k) = 1.
+        return PlainCase(case.id, case.split, "pass", None, 1.0, 1.0, k,
+                         {str(j): 1.0 for j in range(1, n + 1)}, case.synthetic,
+                         list(case.tags), [], None, list(trials), _served(facets, trials))
+    return _by_the_rules(case, trials, k, facets)
+
+
+def _by_the_rules(case: Case, trials: Sequence[AnyTrial], k: int,
+                  facets: Mapping[str, str] | None) -> PlainCase:
+    """``fold_case_plain`` with every rule applied (no shortcut for a case that passed)."""
+    n = len(trials)
     quality = _quality(trials)
     outcome, reason = _case_outcome(trials, quality)
 
@@ -160,6 +173,17 @@ def fold_case_plain(case: Case, trials: Sequence[AnyTrial],
     )
 
 
+def _plainly_passed(trials: Sequence[AnyTrial]) -> bool:
+    """Every trial passed with every verdict passing, none of them a quality check's."""
+    for trial in trials:
+        if trial.outcome != "pass":
+            return False
+        for verdict in trial.verdicts:
+            if verdict.outcome != "pass" or verdict.family == "quality":
+                return False
+    return True
+
+
 def _score(quality: list[RateSummary]) -> float | None:
     """The case's number: the mean of its quality checks' (None without any)."""
     scores = [q.score for q in quality if q.score is not None]
@@ -167,7 +191,7 @@ def _score(quality: list[RateSummary]) -> float | None:
 
 
 def _served(facets: Mapping[str, str] | None, trials: Sequence[AnyTrial]) -> dict[str, str]:
-    found = dict(facets or {})
+    found = dict(facets) if facets else {}
     models = {t.trace.facets["model"] for t in trials
               if t.trace is not None and "model" in t.trace.facets}
     if models:

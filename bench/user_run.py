@@ -28,7 +28,13 @@ repeat so that the machine's load falls on all of them alike:
 5. a breakdown of one extra, untimed 10,000-case run: interpreter start-up,
    the sum of `python -X importtime` over the whole run, and the phases of
    the run timed by bench/_phases.py (suite load, register, battery, seal,
-   terminal and JSON reports); "other" is the rest of the wall.
+   terminal and JSON reports); "other" is the rest of the wall. Its
+   battery's process CPU over N is the harness CPU per no-latency trial
+   (goal <= 20 µs, store on);
+6. the record's cost: the 10,000-case run with `--no-store` beside it, and
+   1 - (trials/s on) / (trials/s off) (goal <= 15 %);
+7. peak memory: one 100,000-case run (`--concurrency 64`, fresh folder), the
+   largest process of its tree (goal <= 100 MiB; `--no-memory` skips it).
 
 `--quick` divides every N by ten (a smoke run; the goals mean little there).
 """
@@ -85,10 +91,16 @@ class Sizes:
     small: int
     sleep_n: int
     sleep_c: int
+    huge: int
 
 
-FULL = Sizes(big=10_000, small=1_000, sleep_n=12_800, sleep_c=64)
-QUICK = Sizes(big=1_000, small=100, sleep_n=1_280, sleep_c=64)
+FULL = Sizes(big=10_000, small=1_000, sleep_n=12_800, sleep_c=64, huge=100_000)
+QUICK = Sizes(big=1_000, small=100, sleep_n=1_280, sleep_c=64, huge=10_000)
+
+#: The goals of issue 32 the bench checks besides the peers' ratios.
+TRIAL_CPU_GOAL_US = 20.0
+RECORD_SHARE_GOAL = 0.15
+PEAK_RSS_GOAL_MIB = 100.0
 
 
 @dataclass
@@ -137,15 +149,18 @@ def write_suite(folder: Path, n: int, agent: str, *, wrong_odd: bool = False) ->
 
 def run_assay(assay: list[str], suite: Path, work: Path, n: int, *,
               concurrency: int | None = None, want_passed: int | None = None,
-              python_flags: list[str] | None = None, src: str | None = None) -> ProcessRun:
+              python_flags: list[str] | None = None, src: str | None = None,
+              store: bool = True) -> ProcessRun:
     """`assay run SUITE --json work/report.json` from ``work``; checked.
 
     ``src``: another assay source tree to run instead (first on PYTHONPATH).
+    ``store``: False runs it with ``--no-store`` (no record, so no seal).
     """
     want = n if want_passed is None else want_passed
     report_path = work / "report.json"
     argv = [*assay, "run", str(suite.parent), "--json", str(report_path),
-            *(["--concurrency", str(concurrency)] if concurrency else [])]
+            *(["--concurrency", str(concurrency)] if concurrency else []),
+            *([] if store else ["--no-store"])]
     env = dict(os.environ)
     env.pop("ASSAY_DB", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -162,7 +177,7 @@ def run_assay(assay: list[str], suite: Path, work: Path, n: int, *,
     passed = sum(int(s.get("passed", 0)) for s in splits)
     if total != n or passed != want:
         raise BenchError(f"assay counted {passed} passed of {total}; expected {want} of {n}")
-    if not report.get("seal"):
+    if store and not report.get("seal"):
         raise BenchError("the report carries no seal: the run was not recorded")
     run.extra.update(battery_s=_in_run_seconds(report))
     report_path.unlink()
@@ -256,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--no-sleep", action="store_true", help="skip the 50 ms agent")
     ap.add_argument("--no-breakdown", action="store_true")
+    ap.add_argument("--no-memory", action="store_true", help="skip the 100,000-case run")
     ap.add_argument("--before-src", metavar="DIR",
                     help="also run the assay in this source tree (e.g. an older commit's src/, "
                          "from `git archive`), interleaved, as 'before'")
@@ -277,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"... {msg}", flush=True)
 
     big = Series(f"assay run, {sizes.big:,} cases", sizes.big)
+    off = Series(f"assay run --no-store, {sizes.big:,} cases", sizes.big)
+    huge = Series(f"assay run, {sizes.huge:,} cases, C=64 (once)", sizes.huge)
     small = Series(f"assay run, {sizes.small:,} cases", sizes.small)
     again = Series(f"assay run again, same folder, {sizes.big:,} cases", sizes.big)
     sleep = Series(f"assay run, sleep 50 ms, C={sizes.sleep_c}, {sizes.sleep_n:,} cases",
@@ -311,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             (again, lambda: run_assay(assay, suites[sizes.big], last["big"], sizes.big)),
             (small, lambda: run_assay(assay, suites[sizes.small], fresh(root, "small"),
                                       sizes.small)),
+            (off, lambda: run_assay(assay, suites[sizes.big], fresh(root, "off"), sizes.big,
+                                    store=False)),
         ]
         if before:
             steps += [
@@ -333,6 +353,11 @@ def main(argv: list[str] | None = None) -> int:
             for series, step in steps:
                 say(f"[{k + 1}/{args.repeat}] {series.name}")
                 series.runs.append(step())
+        if not args.no_memory:
+            say(f"peak memory: one {sizes.huge:,}-case run")
+            suite = write_suite(root / f"suite-{sizes.huge}", sizes.huge, "echo")
+            huge.runs.append(run_assay(assay, suite, fresh(root, "huge"), sizes.huge,
+                                       concurrency=64))
         detail = old_detail = None
         if not args.no_breakdown:
             say("breakdown (untimed runs)")
@@ -340,8 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             if before:
                 old_detail = breakdown(assay, suites[sizes.big], root, sizes.big, src=before)
 
-    shown = [s for s in (big, again, small, sleep, old_big, old_small, old_sleep, deepeval,
-                         inspect) if s.runs]
+    shown = [s for s in (big, again, small, off, sleep, huge, old_big, old_small, old_sleep,
+                         deepeval, inspect) if s.runs]
     print(f"\n{'figure':52s} {'wall s':>7s} {'per s':>7s} {'RSS MiB':>7s}  walls / notes")
     for s in shown:
         battery = s.inner("battery_s")
@@ -363,6 +388,19 @@ def main(argv: list[str] | None = None) -> int:
                 goals.append((f"{peer.name.split(',')[0]} / {s.name} >= {target}x",
                               peer.wall >= target * s.wall,
                               f"{peer.wall:.2f} / {s.wall:.3f} = {peer.wall / s.wall:.1f}x"))
+    if big.runs and off.runs:
+        share = 1 - off.wall / big.wall  # 1 - (N / on) / (N / off)
+        goals.append((f"record's share: 1 - (trials/s on) / (trials/s off) <= "
+                      f"{RECORD_SHARE_GOAL:.0%}", share <= RECORD_SHARE_GOAL,
+                      f"off {off.wall:.2f} s, on {big.wall:.2f} s: {share:.1%}"))
+    if huge.runs:
+        goals.append((f"{huge.name}: peak RSS <= {PEAK_RSS_GOAL_MIB:.0f} MiB",
+                      huge.rss <= PEAK_RSS_GOAL_MIB, f"{huge.rss:.1f} MiB"))
+    if detail is not None:
+        per_trial = detail["cpu"].get("battery", 0.0) / sizes.big * 1e6
+        goals.append((f"harness CPU per no-latency trial (battery, store on) <= "
+                      f"{TRIAL_CPU_GOAL_US:.0f} µs", per_trial <= TRIAL_CPU_GOAL_US,
+                      f"{per_trial:.1f} µs"))
     print("\ngoals" + (" (quick: indicative only)" if args.quick else ""))
     for text, ok, what in goals:
         print(f"  [{'met ' if ok else 'MISS'}] {text}: {what}")

@@ -149,3 +149,44 @@ class Trace(BaseModel):
         if fact == "tokens" and "tokens" not in self.evidence:
             fact = "cost"
         return self.evidence.get(fact, Evidence.UNAVAILABLE)
+
+
+def _restored(model: type[BaseModel], values: dict[str, Any], given: set[str]) -> Any:
+    """A model from values already made valid: pydantic's own unpickling, without a pickle
+    (as ``model.packed`` restores cases)."""
+    made = object.__new__(model)
+    made.__setstate__({"__dict__": values, "__pydantic_fields_set__": given,
+                       "__pydantic_extra__": None, "__pydantic_private__": None})
+    return made
+
+
+def message_event(text: str | None) -> Event:
+    """``Event(kind="message", text=text)``, made without validating what the harness made."""
+    return _restored(Event, {
+        "kind": "message", "name": None, "arguments": None, "result": None,
+        "text": None if text is None else storable_text(text), "call_id": None,
+        "is_error": False, "t": None, "turn": None}, {"kind", "text"})
+
+
+def harness_trace(*, output: Any, status: Status, error: str | None, events: list[Event],
+                  usage: Usage, steps: int | None, settled: bool | None, duration_s: float,
+                  stdout: str, facets: dict[str, str], evidence: dict[str, Evidence],
+                  state: Any) -> Trace:
+    """``Trace(...)`` of these fields, made without pydantic's validation.
+
+    For a target's hot path (the ``python:`` agent's trace, every trial): the
+    values are the harness's own (events, usage and evidence made as models
+    and enums already, the output checked for JSON), so all validation would
+    do is what the field validators do, done here: the same values, the same
+    fields given, the same JSON (``tests/model/test_harness_trace.py``).
+    """
+    return _restored(Trace, {
+        "output": storable_json(output), "status": status,
+        "error": None if error is None else storable_text(error), "events": list(events),
+        "usage": usage, "steps": steps, "settled": settled, "exit_code": None,
+        "duration_s": duration_s, "stdout": storable_text(stdout),
+        "facets": {storable_text(k): storable_text(v) for k, v in facets.items()},
+        "evidence": dict(evidence), "partial": False, "workspace": None,
+        "state": storable_json(state), "simulator": None,
+    }, {"output", "status", "error", "events", "usage", "steps", "settled", "duration_s",
+        "stdout", "facets", "evidence", "state"})

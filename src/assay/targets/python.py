@@ -20,6 +20,7 @@ from ..importing import ImportFailed, resolve_function
 from ..install_hints import agent_module
 from ..model import Event, Evidence, Status, Trace
 from ..model.storable import json_copy
+from ..model.trace import harness_trace, message_event
 from .agent_tools import Tools
 from .base import TargetOptions, TrialBroken, TrialRequest, case_facets, evidence
 from .capture import captured
@@ -238,7 +239,7 @@ class PythonTarget:
         output = _json_output(output)
         events = list(tools.events)
         if status == "ok":
-            events.append(Event(kind="message", text=output if isinstance(output, str) else None))
+            events.append(message_event(output if isinstance(output, str) else None))
         return self._trace(request, tools, events, output, status, error, started, buffer,
                            tools.tool_calls + 1, recorder, spans)
 
@@ -336,7 +337,8 @@ class PythonTarget:
             raise TrialBroken(state.broken)
         if state.present:  # the final state is a fact assay saw (SPEC §14)
             given = {**given, "state": Evidence.OBSERVED}
-        trace = Trace(
+        # Made as Trace(...) would make it, without validating what the harness made.
+        trace = harness_trace(
             output=output, status=status, error=error, events=events, usage=spent,
             # A refusal is a final answer (settled), as it is from every other target.
             steps=steps, settled=status in ("ok", "refused"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -151,7 +151,10 @@ class Trace(BaseModel):
         return self.evidence.get(fact, Evidence.UNAVAILABLE)
 
 
-def _restored(model: type[BaseModel], values: dict[str, Any], given: set[str]) -> Any:
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _restored(model: type[_M], values: dict[str, Any], given: set[str]) -> _M:
     """A model from values already made valid: pydantic's own unpickling, without a pickle
     (as ``model.packed`` restores cases)."""
     made = object.__new__(model)

@@ -53,7 +53,7 @@ def changed_cases(report: Report) -> list[tuple[str, int, str]]:
     from ..model import CaseResult
 
     found: list[tuple[str, int, str]] = []
-    for case in report.cases:
+    for case in _public_failures(report):
         if not isinstance(case, CaseResult) or case.split != "public" or \
                 case.outcome == "pass" or not case.trials:
             continue
@@ -70,23 +70,28 @@ def changed_cases(report: Report) -> list[tuple[str, int, str]]:
 CONVERSATIONS_LISTED = 10
 
 
+def _public_failures(report: Report) -> Iterable[CaseResult | HoldoutResult]:
+    """The report's cases, of which a caller wants the public ones that did not pass: from
+    a spool (cases read back as asked for), only those are read."""
+    from ..model.result import KeptCases
+
+    cases = report.cases
+    if not isinstance(cases, KeptCases):
+        return cases
+    wanted = [i for i, (outcome, split) in enumerate(zip(cases.outcomes(), cases.splits(),
+                                                         strict=True))
+              if outcome != "pass" and split == "public"]
+    return (cases[i] for i in wanted)
+
+
 def talked_cases(report: Report) -> list[tuple[str, TrialResult]]:
     """(case id, trial) for the public cases that are conversations and did not pass: each
     one's first trial that did not pass and holds turns, at most ``CONVERSATIONS_LISTED``.
     Hidden cases are never here: what was said in them is hidden content (SPEC §16)."""
     from ..model import CaseResult
-    from ..model.result import KeptCases
 
-    cases = report.cases
-    if isinstance(cases, KeptCases):  # read back as asked for: only the public failures read
-        wanted = [i for i, (outcome, split) in enumerate(zip(cases.outcomes(), cases.splits(),
-                                                             strict=True))
-                  if outcome != "pass" and split == "public"]
-        candidates: Iterable[CaseResult | HoldoutResult] = (cases[i] for i in wanted)
-    else:
-        candidates = cases
     found: list[tuple[str, TrialResult]] = []
-    for case in candidates:
+    for case in _public_failures(report):
         if not isinstance(case, CaseResult) or case.split != "public" or \
                 case.outcome == "pass":
             continue

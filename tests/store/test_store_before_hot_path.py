@@ -25,6 +25,7 @@ import pytest
 from assay.canonical import digest_bytes
 from assay.grading import redact
 from assay.model import CaseResult, Report, Trace
+from assay.model.compact import trace_json, usage_json
 from assay.reports.json_report import report_line
 from assay.store.database import open_store
 from assay.store.runs.documents import report_body
@@ -133,8 +134,12 @@ def test_what_is_written_of_each_stored_trial_is_what_was_written(project: Path)
                 assert record.trace is None and case.id == "raises"
                 continue
             assert record.trace == bytes(was["trace"]), (case.id, trial.n)
-            # The blob read on its own, as a Trace, is written back to the same bytes.
+            # The blob read on its own, as a Trace, is written back to the same bytes by
+            # pydantic and by the encoder a new run uses.
             trace = Trace.model_validate_json(was["trace"])
             assert trace.model_dump_json(fallback=repr).encode() == bytes(was["trace"])
+            assert trace_json(trace) == bytes(was["trace"]), (case.id, trial.n)
+            if trace.usage.tokens is not None or trace.usage.cost_usd is not None:
+                assert usage_json(trace.usage) == was["usage"]
             seen += 1
     assert seen == sum(TRACED.values())

@@ -9,7 +9,7 @@ process (``writer.ProcessSink``). This module imports no database library.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -18,6 +18,7 @@ from ...canonical import digest_bytes
 if TYPE_CHECKING:  # only read here: the writer process, which imports this, needs no model
     from ...model.records import PlainTrial
     from ...model.result import Report, TrialResult
+    from ...model.trace import Trace, Usage
 
 #: One verdict as stored, in the order of ``VERDICT_COLUMNS``.
 VerdictRow = tuple[str, str, str, str, str, str, str, "float | None", "float | None"]
@@ -75,21 +76,39 @@ def opinion_record(position: int, item: int, data: dict[str, Any]) -> OpinionRec
 
 
 def trial_record(case_id: str, split: str, result: TrialResult | PlainTrial) -> TrialRecord:
-    """The record of one trial. Output an agent returned that JSON cannot hold is kept as repr."""
-    trace = None if result.trace is None else \
-        result.trace.model_dump_json(fallback=repr).encode()
+    """The record of one trial. Output an agent returned that JSON cannot hold is kept as repr.
+
+    The trace's bytes and the usage's text are pydantic's, written by orjson
+    where it writes the same (``model.compact``, docs/decisions/0081-fast-json.md).
+    """
+    trace_json, usage_json = _encoders()
+    trace = None if result.trace is None else trace_json(result.trace)
     usage = result.usage
     unreported = usage.input_tokens is None and usage.output_tokens is None \
         and usage.cost_usd is None
     return TrialRecord(
         case_id, split, result.n, result.outcome, result.reason, result.duration_s,
-        UNREPORTED_USAGE if unreported else usage.model_dump_json(),
+        UNREPORTED_USAGE if unreported else usage_json(usage),
         tuple([(v.assertion, v.check, v.family, v.outcome, v.evidence.value, v.note,
                 v.provenance, v.threshold, v.score) for v in result.verdicts]),
         trace,
         tuple(opinion_record(position, item, opinion.to_json())
               for position in sorted(result.opinions)
               for item, opinion in enumerate(result.opinions[position])))
+
+
+#: ``model.compact``'s encoders, imported by the first ``trial_record``: the writer
+#: process imports this module and no model; an import per trial would cost a microsecond.
+_ENCODERS: tuple[Callable[[Trace], bytes], Callable[[Usage], str]] | None = None
+
+
+def _encoders() -> tuple[Callable[[Trace], bytes], Callable[[Usage], str]]:
+    global _ENCODERS
+    if _ENCODERS is None:
+        from ...model.compact import trace_json, usage_json
+
+        _ENCODERS = (trace_json, usage_json)
+    return _ENCODERS
 
 
 #: The usage JSON of a trial that reported none (most), as ``Usage().model_dump_json()``

@@ -123,3 +123,11 @@ def test_a_case_that_plainly_passed_folds_as_the_rules_fold_it(found: list[list[
     short = fold_case_plain(_case(), trials, k=k, facets={"case": "d"})
     assert short == _by_the_rules(_case(), trials, k, {"case": "d"})
     assert short.outcome == "pass"
+
+
+def test_a_whole_number_of_seconds_is_written_as_the_model_writes_it() -> None:
+    """The model's float field makes 1 into 1.0; so does the plain fold."""
+    plain = fold_trial_plain(1, [], broken=True, reason="stopped", duration_s=1)
+    folded = fold_case_plain(_case(), [plain])
+    assert case_json(folded) == case_json(folded.to_model())
+    assert b'"duration_s":1.0' in case_json(folded)

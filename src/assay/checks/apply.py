@@ -94,10 +94,13 @@ def verdict_plain(assertion: Assertion, trace: Trace,
     if judgement.breach and judgement.outcome == "fail" and have is not Evidence.OBSERVED:
         judgement = _weak_breach(assertion, judgement, have)
     # A note may quote the agent (a grader's, a check's): stored as a model would (storable).
+    score = judgement.score
+    if score is not None and type(score) is not float:
+        score = float(score)  # as the model's float field takes an int or a bool
     return PlainVerdict(
         assertion.label(), check.name, check.family, judgement.outcome, have,
         storable_note(judgement.note), judgement.provenance or f"check:{check.name}",
-        rate_threshold(assertion) if check.family == "quality" else None, judgement.score)
+        rate_threshold(assertion) if check.family == "quality" else None, score)
 
 
 def _evaluate(check: Check, assertion: Assertion, trace: Trace) -> Judgement:

@@ -107,7 +107,8 @@ def fold_trial_plain(
         n, outcome,
         # A broken trial's reason quotes the agent's exception (model/storable.py).
         None if reason is None else storable_note(reason),
-        duration_s, usage, list(verdicts),
+        # A float, as the model's field makes an int given it (the JSON writes 1.0, not 1).
+        duration_s if type(duration_s) is float else float(duration_s), usage, list(verdicts),
         trace.workspace.changes.files if trace is not None and trace.workspace is not None
         else None,
         summary(trace), trace, dict(opinions) if opinions else {},

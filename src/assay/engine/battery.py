@@ -56,6 +56,11 @@ if TYPE_CHECKING:
     from ..workspaces import Workspace
     from .outcomes import Staging
 
+#: Jobs a lane keeps queued beyond those its threads run, at least (``Battery._lane_room``):
+#: a thread that finishes takes the next at once, and the loop is woken once for many
+#: results, not once for every few (each wake-up costs tens of µs of thread switches).
+_LANE_AHEAD = 64
+
 #: What every trial of one case is run with (``Battery._slot_parts``).
 _Parts = tuple[float, "Path | None", "ToolFixture | None", bool, bool, "Path | None"]
 
@@ -149,12 +154,9 @@ class _LaneRun:
     plan: Iterator[_Slot]
     #: Set once nothing is left to hand out or in flight (or the battery stopped).
     done: asyncio.Future[None]
-    #: Trials in flight at most: ``width`` (the concurrency) while any trial is on the
-    #: other path; twice it while the lane alone runs, so its threads find the next job
-    #: queued while the loop takes their results (the threads still run ``width``).
+    #: The concurrency: agents running at most, and trials in flight while any is on
+    #: the other path (``Battery._lane_room``).
     width: int
-    #: A trial taken from the plan with no room for it yet: the next to go.
-    held: _Slot | None = None
     #: The plan has given its last trial.
     ended: bool = False
     #: Jobs in the lane, and trials on the other path, not finished yet.
@@ -834,26 +836,25 @@ class Battery:
         """Hand out trials from the plan while there is room: quick ones to the lane, the
         rest to a task each (today's path). Set ``done`` once nothing is left in flight.
 
-        At most ``width`` trials are in flight while any is on the other path, so no
-        more agents run at once than the concurrency allows; the lane alone may hold
-        twice that, half of it queued. The plan is read here, on the loop, only.
+        No more agents run at once than the concurrency allows: the lane has that many
+        threads, and while a trial is on the other path no more trials are in flight.
+        Otherwise jobs are queued ahead for the threads; with a concurrency of one none
+        is, and each trial starts once the one before it was kept, as with one worker.
+        The plan is read here, on the loop, only.
         """
         state = self._lane
         assert state is not None
-        while not (state.ended or self.interrupted or state.failure is not None):
-            slot = state.held
-            if slot is None:
+        while not (state.ended or self.interrupted or state.failure is not None) \
+                and state.jobs + state.others < self._lane_room(state):
+            try:
                 slot = next(state.plan, None)
-                if slot is None:
-                    state.ended = True
-                    break
-            quick = self._lane_takes(slot)
-            room = 2 * state.width if quick and not state.others else state.width
-            if state.jobs + state.others >= room:
-                state.held = slot
+            except Exception as exc:  # a case that cannot be read stops the run, as a worker
+                state.failure = exc
                 break
-            state.held = None
-            if quick:
+            if slot is None:
+                state.ended = True
+                break
+            if self._lane_takes(slot):
                 state.jobs += 1
                 state.lane.put(slot, slot.request.timeout_s)
             else:
@@ -864,6 +865,15 @@ class Battery:
         if not (state.jobs or state.others or state.done.done()) and (
                 state.ended or self.interrupted or state.failure is not None):
             state.done.set_result(None)
+
+    @staticmethod
+    def _lane_room(state: _LaneRun) -> int:
+        """How many trials may be in flight: the concurrency, and jobs queued for the lane
+        beyond it while the lane alone runs (``_LANE_AHEAD``)."""
+        width = state.width
+        if width == 1 or state.others:
+            return width
+        return width + max(width, _LANE_AHEAD)
 
     async def _lane_other(self, slot: _Slot) -> None:
         """A trial of a lane's run that the lane does not take: ``_trial``, as ``_work`` runs it."""

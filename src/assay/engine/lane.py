@@ -146,45 +146,54 @@ class Lane(Generic[ItemT]):
                          name=self._name, daemon=True).start()
 
     def _serve(self, runner: _Runner) -> None:
-        """A lane thread: take jobs, run and grade each, post it; end on None or once cut."""
-        jobs, lock = self._jobs, self._lock
-        while (job := jobs.get()) is not None:
-            with lock:
-                if self._closed or job.state != _QUEUED:
-                    job.state = _DROPPED
-                    continue
-                job.state = _RUNNING
-                job.began = self._clock()
-                job.deadline = time.monotonic() + job.timeout_s
-                runner.job = job
-                self._patience = job.timeout_s
-                if job.deadline < self._wake_at:
-                    self._watch.notify()
-            value: Any = None
+        """A lane thread: take jobs and do each (``_do``); end on None or once replaced.
+
+        A job is held only while it is done: a thread waiting for its next job keeps
+        nothing of the last one alive (its trial, its trace).
+        """
+        while (job := self._jobs.get()) is not None:
+            if not self._do(runner, job):
+                return
+            del job
+
+    def _do(self, runner: _Runner, job: LaneJob[ItemT]) -> bool:
+        """Run and grade one job and post it; False when this thread was replaced."""
+        lock = self._lock
+        with lock:
+            if self._closed or job.state != _QUEUED:
+                job.state = _DROPPED
+                return True
+            job.state = _RUNNING
+            job.began = self._clock()
+            job.deadline = time.monotonic() + job.timeout_s
+            runner.job = job
+            self._patience = job.timeout_s
+            if job.deadline < self._wake_at:
+                self._watch.notify()
+        value: Any = None
+        try:
+            value = self._run(job)
+        except BaseException as exc:  # the battery's fault: it decides what it means
+            job.failure = exc
+        with lock:
+            runner.job = None
+            if job.state != _RUNNING:  # cut (the loop finished its trial) or dropped
+                return not runner.retired  # a replaced thread ends: a fresh one has its place
+            job.state = _ANSWERED
+        if job.failure is None:
             try:
-                value = self._run(job)
-            except BaseException as exc:  # the battery's fault: it decides what it means
+                job.value = self._grade(job, value)
+            except BaseException as exc:
                 job.failure = exc
-            with lock:
-                runner.job = None
-                if job.state != _RUNNING:  # cut (the loop finished its trial) or dropped
-                    if runner.retired:
-                        return  # a fresh thread took this one's place
-                    continue
-                job.state = _ANSWERED
-            if job.failure is None:
-                try:
-                    job.value = self._grade(job, value)
-                except BaseException as exc:
-                    job.failure = exc
-            with lock:
-                if job.state != _ANSWERED:
-                    continue  # dropped while it was graded
-                job.state = _POSTED
-                self._posted.append(job)
-                first = len(self._posted) == 1
-            if first:
-                self._wake()
+        with lock:
+            if job.state != _ANSWERED:
+                return True  # dropped while it was graded
+            job.state = _POSTED
+            self._posted.append(job)
+            first = len(self._posted) == 1
+        if first:
+            self._wake()
+        return True
 
     def _wake(self) -> None:
         """Ask the loop for one hand-over; later posts ride along with it."""
@@ -205,27 +214,33 @@ class Lane(Generic[ItemT]):
         with self._watch:
             while not self._closed:
                 now = time.monotonic()
-                earliest = math.inf
-                cut: list[LaneJob[ItemT]] = []
-                for runner in list(self._runners):
-                    job = runner.job
-                    if job is None or job.state != _RUNNING:
-                        continue
-                    if job.deadline > now:
-                        earliest = min(earliest, job.deadline)
-                        continue
-                    job.state = _CUT
-                    runner.job, runner.retired = None, True
-                    self._runners.remove(runner)
-                    self._add_runner()  # the lane keeps its size for the trials still to run
-                    cut.append(job)
-                if cut:
-                    first = not self._posted
-                    self._posted.extend(cut)
-                    if first:
-                        self._wake()
+                earliest = self._cut_overdue(now)
                 if earliest == math.inf:
                     earliest = now + self._patience
                 self._wake_at = earliest
                 wait = earliest - now
                 self._watch.wait(None if wait == math.inf else min(wait, threading.TIMEOUT_MAX))
+
+    def _cut_overdue(self, now: float) -> float:
+        """Cut the jobs whose deadline has passed (the lock held), each thread replaced, and
+        post them; the earliest deadline still to come (inf: none running)."""
+        earliest = math.inf
+        cut: list[LaneJob[ItemT]] = []
+        for runner in list(self._runners):
+            job = runner.job
+            if job is None or job.state != _RUNNING:
+                continue
+            if job.deadline > now:
+                earliest = min(earliest, job.deadline)
+                continue
+            job.state = _CUT
+            runner.job, runner.retired = None, True
+            self._runners.remove(runner)
+            self._add_runner()  # the lane keeps its size for the trials still to run
+            cut.append(job)
+        if cut:
+            first = not self._posted
+            self._posted.extend(cut)
+            if first:
+                self._wake()
+        return earliest

@@ -178,6 +178,48 @@ def test_a_shorter_timeout_wakes_the_watchdog(bench: Bench) -> None:
     assert timers < 2
 
 
+def test_an_answer_after_the_cut_is_dropped(bench: Bench) -> None:
+    uri, agent = bench.agent("""
+        import threading
+
+        RELEASE = threading.Event()
+        RETURNED = threading.Event()
+        LATE = []
+
+        def agent(input):
+            if input == "late":
+                LATE.append(threading.current_thread())
+                RELEASE.wait(20)  # set once its trial was kept as cut
+                RETURNED.set()
+                return input
+            if input == "q0":
+                # Runs until the late agent's thread has come back and ended: had its
+                # answer been posted, the loop would get it before this trial's.
+                RETURNED.wait(20)
+                LATE[0].join(20)
+            return input
+    """)
+    battery = bench.battery(bench.suite(cases_yaml(
+        "{id: late, input: late, timeout_s: 0.3, expect: [{equals: late}]}",
+        *(f"{{id: q{i}, input: q{i}, expect: [{{equals: q{i}}}]}}" for i in range(4)))),
+        uri, concurrency=2)
+    kept: list[tuple[str, int, str]] = []
+
+    def on_result(case: Any, result: Any) -> None:
+        kept.append((case.id, result.n, result.outcome))
+        if case.id == "late":
+            agent.RELEASE.set()
+
+    battery.on_result = on_result
+    report, _ = run_counting(battery, limit=30)
+    assert [k for k in kept if k[0] == "late"] == [("late", 1, "broken")]
+    assert sorted(k[0] for k in kept) == ["late", "q0", "q1", "q2", "q3"]
+    (late,) = by_id(report)["late"].trials
+    assert late.reason == "timed out after 0.3s before any output"
+    assert agent.RETURNED.is_set() and not agent.LATE[0].is_alive()
+    assert [c.outcome for c in report.cases] == ["broken", "pass", "pass", "pass", "pass"]
+
+
 CALLS_THEN_HANGS = """
     import threading
 

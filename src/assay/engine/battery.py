@@ -41,8 +41,10 @@ from ..model.packed import PackedCases
 from ..model.records import PlainCase, PlainTrial, PlainVerdict
 from ..suites import LoadedSuite
 from ..targets import Target, TrialBroken, TrialRequest
+from ..targets.base import LaneTarget
 from ..targets.identity import identity_digest
 from .clock import Clock, SystemClock, stamp
+from .lane import Lane, LaneJob
 from .spool import CaseSpool
 
 if TYPE_CHECKING:
@@ -53,6 +55,11 @@ if TYPE_CHECKING:
     from ..model.fixture import ToolFixture
     from ..workspaces import Workspace
     from .outcomes import Staging
+
+#: Jobs a lane keeps queued beyond those its threads run, at least (``Battery._lane_room``):
+#: a thread that finishes takes the next at once, and the loop is woken once for many
+#: results, not once for every few (each wake-up costs tens of µs of thread switches).
+_LANE_AHEAD = 64
 
 #: What every trial of one case is run with (``Battery._slot_parts``).
 _Parts = tuple[float, "Path | None", "ToolFixture | None", bool, bool, "Path | None"]
@@ -139,6 +146,26 @@ class _Slot:
     workspace: Path | None = None
 
 
+@dataclass
+class _LaneRun:
+    """A run through the thread lane, as the loop keeps it (``Battery._run_lane``)."""
+
+    lane: Lane[_Slot]
+    plan: Iterator[_Slot]
+    #: Set once nothing is left to hand out or in flight (or the battery stopped).
+    done: asyncio.Future[None]
+    #: The concurrency: agents running at most, and trials in flight while any is on
+    #: the other path (``Battery._lane_room``).
+    width: int
+    #: The plan has given its last trial.
+    ended: bool = False
+    #: Jobs in the lane, and trials on the other path, not finished yet.
+    jobs: int = 0
+    others: int = 0
+    #: What stopped the run (the first), raised once what was in flight is in.
+    failure: BaseException | None = None
+
+
 class Battery:
     """One suite against one target. ``interrupt()`` stops it; what finished is kept."""
 
@@ -190,6 +217,8 @@ class Battery:
         #: The trials' workspaces (``engine.outcomes.Staging``), made at the first one.
         self._staging: Staging | None = None
         self._plan: Iterator[_Slot] | None = None
+        #: The thread lane's run, when this battery's trials go through one (``_run_lane``).
+        self._lane: _LaneRun | None = None
         self._workers: list[asyncio.Task[None]] = []
         #: Workers whose loop has not ended (an adaptive run starts more when trials are added).
         self._live = 0
@@ -370,6 +399,8 @@ class Battery:
     def interrupt(self) -> None:
         """Stop: trials in flight are abandoned, finished ones are kept."""
         self.interrupted = True
+        if self._lane is not None:
+            self._lane_stop()
         for worker in [*self._workers, *self._judging]:
             worker.cancel()
 
@@ -413,6 +444,9 @@ class Battery:
         Each finished trial goes to ``on_result`` and ``on_trial``; cases whose
         trials are all in are folded as they finish.
         """
+        if self._lane_fits():
+            await self._run_lane(self.plan())
+            return
         count = max(1, min(self.options.concurrency, self.planned()))
         slots = self.plan()
         # A fixed plan: the workers share one iterator over it. An adaptive one:
@@ -650,11 +684,8 @@ class Battery:
         expect = slot.request.case.expect
         if not slot.judged:
             if slot.blocking:
-                verdicts = await asyncio.to_thread(grade_trace_plain, expect, trace)
-            else:
-                verdicts = grade_trace_plain(expect, trace)
-            return fold_trial_plain(slot.request.n, verdicts, duration_s=trace.duration_s,
-                                    usage=trace.usage, trace=trace)
+                return await asyncio.to_thread(self._graded_now, slot, trace)
+            return self._graded_now(slot, trace)
         # The checks that read the trace alone first; those read from opinions wait.
         if slot.blocking:
             decided = await asyncio.to_thread(grade_facts, expect, trace)
@@ -674,6 +705,12 @@ class Battery:
         # goes out while the agent works, not after a run of trials.
         await asyncio.sleep(0)
         return None
+
+    def _graded_now(self, slot: _Slot, trace: Trace) -> PlainTrial:
+        """A trial no judge reads, graded on its trace and folded (in any thread: pure)."""
+        verdicts = grade_trace_plain(slot.request.case.expect, trace)
+        return fold_trial_plain(slot.request.n, verdicts, duration_s=trace.duration_s,
+                                usage=trace.usage, trace=trace)
 
     async def _judge(self, slot: _Slot, trace: Trace,
                      decided: list[PlainVerdict | None]) -> None:
@@ -754,6 +791,161 @@ class Battery:
         trace = kept.model_copy(update=update, deep=True) if kept is not None \
             else Trace(**update)
         return self._broken(slot, reason, began, trace)
+
+
+    # The thread lane (engine/lane.py, docs/decisions/0083-sync-agent-lane.md): a sync
+    # python: agent's quick trials run whole in lane threads and come back in batches.
+
+    def _lane_fits(self) -> bool:
+        """Whether this run goes through a lane: its target offers one (``LaneTarget``), its
+        plan is fixed (an adaptive one adds trials as they finish) and no queue worker's
+        gate bounds its trials. Which of its trials take the lane is ``_lane_takes``."""
+        return (self.adaptive is None and self.gate is None
+                and getattr(self.target, "sync_lane", False) is True)
+
+    @staticmethod
+    def _lane_takes(slot: _Slot) -> bool:
+        """A trial the lane runs: one question (no conversation, no simulated user), no
+        workspace, nothing its grading waits for (a judge, a blocking check)."""
+        request = slot.request
+        case = request.case
+        return not (slot.judged or slot.blocking or slot.workspace is not None
+                    or request.user is not None or case.user is not None
+                    or case.turns is not None)
+
+    async def _run_lane(self, slots: Iterator[_Slot]) -> None:
+        """``run_trials`` through a lane: hand out trials as there is room, finish each as it
+        comes back, and end when none is left (or raise what stopped the run)."""
+        loop = asyncio.get_running_loop()
+        width = max(1, min(self.options.concurrency, self.planned()))
+        lane: Lane[_Slot] = Lane(width, loop, run=self._lane_trace, grade=self._lane_graded,
+                                 deliver=self._lane_delivered, clock=self.clock.monotonic)
+        state = self._lane = _LaneRun(lane, slots, loop.create_future(), width)
+        try:
+            self._lane_feed()
+            await state.done
+        finally:
+            lane.close()
+        # Trials handed to their judges finish here, as they do after the workers.
+        while waiting := [*(w for w in self._workers if not w.done()), *self._judging]:
+            await asyncio.gather(*waiting, return_exceptions=True)
+        if state.failure is not None:
+            raise state.failure
+
+    def _lane_feed(self) -> None:
+        """Hand out trials from the plan while there is room: quick ones to the lane, the
+        rest to a task each (today's path). Set ``done`` once nothing is left in flight.
+
+        No more agents run at once than the concurrency allows: the lane has that many
+        threads, and while a trial is on the other path no more trials are in flight.
+        Otherwise jobs are queued ahead for the threads; with a concurrency of one none
+        is, and each trial starts once the one before it was kept, as with one worker.
+        The plan is read here, on the loop, only.
+        """
+        state = self._lane
+        assert state is not None
+        while not (state.ended or self.interrupted or state.failure is not None) \
+                and state.jobs + state.others < self._lane_room(state):
+            try:
+                slot = next(state.plan, None)
+            except Exception as exc:  # a case that cannot be read stops the run, as a worker
+                state.failure = exc
+                break
+            if slot is None:
+                state.ended = True
+                break
+            if self._lane_takes(slot):
+                state.jobs += 1
+                state.lane.put(slot, slot.request.timeout_s)
+            else:
+                state.others += 1
+                task = asyncio.create_task(self._lane_other(slot))
+                self._workers.append(task)
+                task.add_done_callback(self._workers.remove)
+        if not (state.jobs or state.others or state.done.done()) and (
+                state.ended or self.interrupted or state.failure is not None):
+            state.done.set_result(None)
+
+    @staticmethod
+    def _lane_room(state: _LaneRun) -> int:
+        """How many trials may be in flight: the concurrency, and jobs queued for the lane
+        beyond it while the lane alone runs (``_LANE_AHEAD``)."""
+        width = state.width
+        if width == 1 or state.others:
+            return width
+        return width + max(width, _LANE_AHEAD)
+
+    async def _lane_other(self, slot: _Slot) -> None:
+        """A trial of a lane's run that the lane does not take: ``_trial``, as ``_work`` runs it."""
+        state = self._lane
+        assert state is not None
+        try:
+            result = await self._trial(slot)
+            if result is not None:  # None: handed to its judges, who finish it
+                self._finish(slot, result)
+        except Exception as exc:  # stops the run once what is in flight is in
+            state.failure = state.failure or exc
+        finally:
+            state.others -= 1
+            self._lane_feed()
+
+    def _lane_trace(self, job: LaneJob[_Slot]) -> Trace | PlainTrial:
+        """In a lane thread, cut at the timeout: the trial's trace, or the broken trial, as
+        ``_run_and_grade`` makes them."""
+        slot = job.item
+        target: LaneTarget = self.target  # type: ignore[assignment]  # _lane_fits said so
+        try:
+            return target.run_sync(slot.request)
+        except TrialBroken as exc:
+            return self._broken(slot, str(exc) or "the trial broke", job.began)
+        except HarnessFailure:
+            raise
+        except Exception as exc:  # a target's own fault still leaves a broken trial
+            return self._broken(slot, f"target error: {type(exc).__name__}: {exc}", job.began)
+
+    def _lane_graded(self, job: LaneJob[_Slot], got: Trace | PlainTrial) -> PlainTrial:
+        """In a lane thread, once the agent answered (no longer cut): the trial graded."""
+        slot = job.item
+        slot.request.partial.drop()
+        return self._graded_now(slot, got) if isinstance(got, Trace) else got
+
+    def _lane_delivered(self, jobs: list[LaneJob[_Slot]]) -> None:
+        """On the loop: a batch from the lane, each trial kept as ``_work`` keeps one; a trial
+        cut at its timeout is finished from what it recorded, as ``_run_and_grade`` does."""
+        state = self._lane
+        assert state is not None
+        for job in jobs:
+            if self.interrupted:
+                return  # what was not kept before the interrupt is abandoned
+            state.jobs -= 1
+            if job.failure is not None:
+                state.failure = state.failure or job.failure
+                continue
+            try:
+                self._finish(job.item, self._lane_cut(job) if job.cut else job.value)
+            except Exception as exc:
+                state.failure = state.failure or exc
+        self._lane_feed()
+
+    def _lane_cut(self, job: LaneJob[_Slot]) -> PlainTrial:
+        """A lane trial cut at its timeout: graded on what it recorded, else broken."""
+        slot = job.item
+        try:
+            cut = self._timed_out_trace(slot, job.began)
+        finally:
+            slot.request.partial.drop()
+        if cut is None:
+            return self._broken(slot, f"timed out after {slot.request.timeout_s:g}s before any "
+                                      "output", job.began)
+        return self._graded_now(slot, cut)
+
+    def _lane_stop(self) -> None:
+        """An interrupt: the lane takes nothing more and drops what it has not handed over."""
+        state = self._lane
+        assert state is not None
+        state.lane.close()
+        if not state.done.done():
+            state.done.set_result(None)
 
 
 def _safe_name(case_id: str) -> str:

@@ -137,6 +137,24 @@ class Target(Protocol):
         """``sha256:…`` naming this version of the agent: the digest of ``identity()``."""
 
 
+class LaneTarget(Target, Protocol):
+    """A target that can also run a trial whole in the calling thread.
+
+    A battery's lane (``engine.lane``) runs quick trials in its own threads,
+    agent call and grading together, and hands them to the event loop in
+    batches: no trip through the loop per trial. ``sync_lane`` (known once
+    ``start`` ran) says whether this target can; ``run_sync`` is ``run`` for a
+    single input, done in the calling thread, with the same trace and the
+    same ``TrialBroken``s. Its hang is cut from outside, at the trial's
+    timeout, from ``request.partial`` as for ``run``.
+    """
+
+    sync_lane: bool
+
+    def run_sync(self, request: TrialRequest) -> Trace:
+        """Run one trial of a single input here, in this thread."""
+
+
 def case_facets(case: Case, harness: str, *, unpinnable: str | None = None) -> dict[str, str]:
     """The facets a case adds to its trace: its ``invocation``, and pins not honoured.
 

@@ -29,6 +29,7 @@ from .conversation import ScriptedUser, Talk, by_turn, conversation
 from .identity import identity_digest, python_identity
 from .threads import AgentCrash, AgentThreads
 from .wire.capture import Recorder, recording
+from .wire.capture import current as wire_current
 
 
 class AgentError(Exception):
@@ -132,6 +133,9 @@ class PythonTarget:
             for no_tokens in (False, True) for no_cost in (False, True)}
         # A trace's facets, by case id (a battery's cases have distinct ids).
         self._facets: dict[str, dict[str, str]] = {}
+        #: Set at ``start``: whether ``run_sync`` may run this agent's single-input trials
+        #: (a plain sync function, no ``--otel``): the battery's thread lane then does.
+        self.sync_lane = False
 
     async def start(self) -> None:
         """Import the callable; a module that will not import is a harness failure."""
@@ -171,6 +175,7 @@ class PythonTarget:
         self._capture.__enter__()
         if not self._is_async:
             self._threads = AgentThreads(self.options.concurrency)
+        self.sync_lane = not self._is_async and self._talker is None and self._spans is None
 
     def _args(self, request: TrialRequest, tools: Tools) -> tuple[Any, ...]:
         return (request.case.input, tools) if self._takes_tools else (request.case.input,)
@@ -236,12 +241,65 @@ class PythonTarget:
             replies = sum(1 for e in said if e.kind == "reply")
             return self._trace(request, tools, said, output, status, error, started, buffer,
                                tools.tool_calls + replies, recorder, spans)
+        return self._answered(request, tools, output, status, error, started, buffer,
+                              recorder, spans)
+
+    def _answered(self, request: TrialRequest, tools: Tools, output: Any, status: Status,
+                  error: str | None, started: float, buffer: io.StringIO, recorder: Recorder,
+                  spans: Any = None) -> Trace:
+        """The trace of a single input the agent answered (or ended with ``AgentError``
+        or ``Refused``): its tools' events, then its final message."""
         output = _json_output(output)
         events = list(tools.events)
         if status == "ok":
             events.append(message_event(output if isinstance(output, str) else None))
         return self._trace(request, tools, events, output, status, error, started, buffer,
                            tools.tool_calls + 1, recorder, spans)
+
+    def run_sync(self, request: TrialRequest) -> Trace:
+        """The trial of ``run``, done whole in the calling thread (the battery's lane).
+
+        Only where ``sync_lane`` says so (a plain sync function, no ``--otel``)
+        and for a single input (no conversation): the battery's lane threads
+        call it, and cut a hang at its timeout from outside, reading
+        ``request.partial`` as it does for ``run``. The agent is called as
+        ``_call_sync`` calls it — in a copy of this thread's context, its
+        prints to the trial's buffer, its HTTP exchanges to the trial's
+        recorder — and what it raises ends the trial as in ``run``.
+        """
+        tools = Tools(request.tools, request.fixture, request.workspace)
+        started = time.perf_counter()
+        status: Status = "ok"
+        error: str | None = None
+        output: Any = None
+        buffer = io.StringIO()
+        recorder = Recorder(started)
+        request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
+                                                 "timeout", None, started, buffer,
+                                                 tools.tool_calls, recorder))
+        try:
+            output = contextvars.copy_context().run(self._call_here, request, tools, buffer,
+                                                    recorder)
+        except AgentError as exc:
+            status, error = "error", str(exc)
+        except Refused as exc:
+            status, error = "refused", str(exc)
+        except TrialBroken:
+            raise
+        except BaseException as exc:  # SystemExit too: the agent's crash, not assay's
+            raise TrialBroken(f"agent raised {type(exc).__name__}: {exc}") from None
+        return self._answered(request, tools, output, status, error, started, buffer, recorder)
+
+    def _call_here(self, request: TrialRequest, tools: Tools, buffer: io.StringIO,
+                   recorder: Recorder) -> Any:
+        """The agent's call, inside the trial's own context (set here, never reset: the
+        context is dropped with the call), as ``recording`` and ``_call_sync`` set it."""
+        _sink.set(buffer)
+        wire_current.set(recorder)
+        try:
+            return self._func(*self._args(request, tools))
+        finally:
+            recorder.close()
 
     async def _converse(self, request: TrialRequest, talk: Talk, tools: Tools,
                         buffer: io.StringIO, started: float,

@@ -99,8 +99,8 @@ def test_the_second_load_reads_the_kept_parse(here: Path) -> None:
     kept = [json.loads(line) for line in entry.read_text().splitlines()]
     kept[2][2]["input"] = "edited"  # [header, case a, case b, top]; a case is [line, lines, data]
     entry.write_text("".join(json.dumps(item) + "\n" for item in kept))
-    for validated in validated_entries():  # else the validated cases are read, not the parse
-        validated.unlink()
+    for kept_cases in validated_entries():  # else the validated cases are read, not the parse
+        kept_cases.unlink()
     assert load_suite_file(path).suite.cases[1].input == "edited"
 
 

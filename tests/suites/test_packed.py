@@ -206,7 +206,8 @@ def test_loading_holds_a_few_bytes_a_case(tmp_path: Path, monkeypatch: pytest.Mo
         finally:
             tracemalloc.stop()
         assert len(loaded.suite.cases) == n
-        assert held < 200 * n, held  # ~100 bytes a case; a Case model alone is ~2,500
+        # ~100 bytes a case packed and 64 of its facet digests; a Case model alone is ~2,500
+        assert held < 200 * n, held
         assert peak < 6_000_000, peak  # a block's models and data, not all of them
 
 
@@ -221,3 +222,89 @@ def test_the_whole_parse_packs_what_the_stream_declines(tmp_path: Path) -> None:
     assert isinstance(loaded.suite.cases, PackedCases) and len(loaded.suite.cases) == 1400
     assert (loaded.suite.cases[1201].id, loaded.suite.cases[1201].expect[0].line) == ("d600", 1203)
     assert suite_loader.BLOCK < 1400
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70)
+    | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8)
+_assertions = st.fixed_dictionaries(
+    {"check": st.sampled_from(["equals", "contains", "judge", "settles"]), "arg": _json_values},
+    optional={"path": st.just("$.a"), "threshold": st.floats(0, 1),
+              "min_evidence": st.sampled_from(["observed", "inferred"]),
+              "breach_evidence": st.sampled_from(["observed", "inferred"]),
+              "turn": st.sampled_from([1, 3, "any"]), "line": st.integers(1, 99),
+              "file": st.sampled_from(["a.suite.yaml", "b.yaml"])})
+_cases = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "ü ☃", "<c>"]), "expect": st.lists(_assertions, max_size=3)},
+    optional={"input": _json_values, "expected": _json_values,
+              "split": st.sampled_from(["public", "hidden"]),
+              "tags": st.lists(st.text(max_size=3), max_size=2), "trials": st.integers(1, 5),
+              "timeout_s": st.floats(min_value=1e-9, allow_infinity=True) | st.integers(1, 9),
+              "model": st.sampled_from(["m", {"claude": "opus"}]), "effort": st.just("low"),
+              "synthetic": st.booleans(), "fixture": st.just("tools.yaml"),
+              "workspace": st.just("ws"),
+              "invocation": st.sampled_from(["explicit", {"mode": "none", "skill": "greet"}]),
+              "turns": st.lists(st.text(min_size=1, max_size=3), min_size=1, max_size=2),
+              "user": st.just({"instructions": "be terse", "max_turns": 3}),
+              "line": st.integers(1, 99), "file": st.sampled_from(["a.suite.yaml", "b.yaml"])})
+
+
+def _made(data: list[dict[str, Any]]) -> list[Case]:
+    return [Case.model_validate({**item, "expect": [Assertion.model_validate(a)
+                                                    for a in item["expect"]]})
+            for item in data]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_cases, max_size=4))
+def test_packed_cases_dump_to_the_bytes_pydantic_writes(data: list[dict[str, Any]]) -> None:
+    """The stored suite's cases, written by orjson from packed values, are pydantic's bytes;
+    whatever orjson would write otherwise is left to pydantic."""
+    from assay.model.compact import fast_json
+
+    cases = _made(data)
+    packed = PackedCases(cases)
+    dumped = packed.dumped(0, len(cases))
+    assert dumped is not None
+    fast = fast_json(dumped)
+    if fast is not None:
+        assert fast == _CASES.dump_json(cases, by_alias=True, fallback=repr)
+    suite = Suite.model_validate({"suite": "a/b@1"}).model_copy(update={"cases": packed})
+    listed = suite.model_copy(update={"cases": cases})
+    files = {c.id: [a.file for a in c.expect] for c in cases}
+    if len(files) == len(cases):
+        assert stored_suite_json(suite) == \
+            (f'{{"suite":{listed.model_dump_json(by_alias=True, fallback=repr)},'
+             f'"files":{json.dumps(files, ensure_ascii=False)}}}')
+
+
+def test_a_plain_suite_is_dumped_without_making_its_cases(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = load_suite_file(_write_suite(tmp_path, 1500))
+    text = stored_suite_json(loaded.suite)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("a case was made")
+
+    monkeypatch.setattr(PackedCases, "_read", refuse)
+    assert stored_suite_json(loaded.suite) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_cases, max_size=6), st.sets(st.sampled_from(["equals", "judge", "settles"])))
+def test_having_is_the_cases_with_those_checks(data: list[dict[str, Any]],
+                                               checks: set[str]) -> None:
+    from assay.engine.record import _thresholds
+
+    cases = _made(data)
+    packed = PackedCases(cases)
+    assert list(packed.having(checks)) == [c for c in cases
+                                           if any(a.check in checks for a in c.expect)]
+    for split in ("public", "hidden"):
+        view = packed.of_split(split)
+        assert list(view.having(checks)) == [  # type: ignore[attr-defined]
+            c for c in cases if c.split == split and any(a.check in checks for a in c.expect)]
+        assert _thresholds(view) == _thresholds(list(view))

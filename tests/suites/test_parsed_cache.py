@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from assay.errors import SuiteError
-from assay.suites import cache, load_suite_file
+from assay.suites import cache, load_suite_file, validated
 from assay.suites.cache import FOLDER
 
 from .test_many_cases import cases as case_items
@@ -32,6 +32,10 @@ def _fingerprint(path: Path) -> Any:
 
 def _entries() -> list[Path]:
     return sorted(FOLDER.glob("*.json"))
+
+
+def validated_entries() -> list[Path]:
+    return sorted(validated.FOLDER.glob("*.json"))
 
 
 @pytest.fixture
@@ -95,6 +99,8 @@ def test_the_second_load_reads_the_kept_parse(here: Path) -> None:
     kept = [json.loads(line) for line in entry.read_text().splitlines()]
     kept[2][2]["input"] = "edited"  # [header, case a, case b, top]; a case is [line, lines, data]
     entry.write_text("".join(json.dumps(item) + "\n" for item in kept))
+    for kept_cases in validated_entries():  # else the validated cases are read, not the parse
+        kept_cases.unlink()
     assert load_suite_file(path).suite.cases[1].input == "edited"
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest
-from ..checks import lookup, rate_threshold
+from ..checks import REGISTRY, lookup, rate_threshold
 from ..grading import redact
 from ..model.records import PlainTrial
 from ..model.result import Report, TrialResult
@@ -45,6 +45,10 @@ _T = TypeVar("_T")
 def _thresholds(cases: Iterable[Case]) -> dict[str, dict[str, float]]:
     """Each rate-based assertion's threshold (1.0 when unset), by case id and position."""
     found: dict[str, dict[str, float]] = {}
+    having = getattr(cases, "having", None)
+    if having is not None:  # packed cases: only those with a quality check are made
+        cases = having(frozenset(name for name, check in REGISTRY.items()
+                                 if check.family == "quality"))
     for case in cases:
         for position, assertion in enumerate(case.expect):
             check = lookup(assertion.check)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pickle
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, overload
 
@@ -39,7 +39,7 @@ _FRAMED = b"\x80\x04\x95"
 _ONE_FRAME = 60_000
 
 
-class _Layout:
+class Layout:
     """A model's field values as a tuple in field order, and the fields it was given as bits.
 
     ``model_fields_set`` (the fields pydantic counts as given) is kept, so a
@@ -51,35 +51,107 @@ class _Layout:
         self.names = tuple(model.model_fields)
         self.values = itemgetter(*self.names)
         self.bits = {name: 1 << i for i, name in enumerate(self.names)}
+        #: The fields a dump writes, and those of them it leaves out when their value says so.
+        written = [name for name, info in model.model_fields.items() if not info.exclude]
+        self._dumped_names = tuple(written)
+        self._dumped_values = itemgetter(*(self.names.index(name) for name in written))
+        self._left_out_if = tuple((name, info.exclude_if) for name, info
+                                  in model.model_fields.items()
+                                  if not info.exclude and info.exclude_if is not None)
         self._sets: dict[int, frozenset[str]] = {}
+
+    def dumped(self, row: tuple[Any, ...]) -> dict[str, Any]:
+        """A packed row's values as the model's JSON dump holds them, by name: the fields it
+        excludes left out, as its ``exclude_if`` ones are when they say so."""
+        data = dict(zip(self._dumped_names, self._dumped_values(row), strict=True))
+        for name, leave_out in self._left_out_if:
+            if leave_out(data[name]):
+                del data[name]
+        return data
 
     def given(self, model: BaseModel) -> int:
         """The fields ``model`` was given, as bits."""
-        bits = self.bits
-        return sum(bits[name] for name in model.__pydantic_fields_set__)
+        return sum(map(self.bits.__getitem__, model.__pydantic_fields_set__))
 
     def restore(self, row: tuple[Any, ...], given: int, **special: Any) -> Any:
         """A model from values already validated: pydantic's own unpickling, without a pickle."""
+        values = dict(zip(self.names, row, strict=False))
+        values.update(special)
+        return self.made(values, given)
+
+    def made(self, values: dict[str, Any], given: int) -> Any:
+        """The model holding ``values`` (every field, validated) as given by ``given``'s fields.
+
+        What pydantic's ``__setstate__`` does, with its four slots set directly:
+        half the cost of a read, which the battery's plan pays for every case.
+        """
         names = self._sets.get(given)
         if names is None:
             names = self._sets[given] = frozenset(
                 name for i, name in enumerate(self.names) if given >> i & 1)
-        values = dict(zip(self.names, row, strict=False))
-        values.update(special)
-        model = object.__new__(self.model)
-        model.__setstate__({"__dict__": values, "__pydantic_fields_set__": set(names),
-                            "__pydantic_extra__": None, "__pydantic_private__": None})
+        model = _new(self.model)
+        _set_dict(model, values)
+        _set_fields_set(model, set(names))
+        _set_extra(model, None)
+        _set_private(model, None)
         return model
 
 
-_CASE = _Layout(Case)
-_ASSERTION = _Layout(Assertion)
+#: The slots of a pydantic model (``BaseModel.__slots__``), set as ``__setstate__`` sets them.
+_new = object.__new__
+_set_dict = vars(BaseModel)["__dict__"].__set__
+_set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
+_set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
+_set_private = vars(BaseModel)["__pydantic_private__"].__set__
+
+_CASE = Layout(Case)
+_ASSERTION = Layout(Assertion)
+#: The names of a packed row's values, in order (``row_of``; the given bits follow).
+CASE_FIELDS = _CASE.names
+ASSERTION_FIELDS = _ASSERTION.names
 _CASE_EXPECT = _CASE.names.index("expect")
 _CASE_SPLIT = _CASE.names.index("split")
 _CASE_TRIALS = _CASE.names.index("trials")
 _CASE_FILE = _CASE.names.index("file")
 _ASSERTION_FILE = _ASSERTION.names.index("file")
 _ASSERTION_CHECK = _ASSERTION.names.index("check")
+#: An assertion's enum fields: a dump writes their values.
+_EVIDENCE = ("min_evidence", "breach_evidence")
+
+
+def row_of(case: Case) -> tuple[Any, ...] | None:
+    """A case's values as packed: its fields' values in field order, ``expect`` a tuple
+    of its assertions' values (each with the bits of its given fields at the end),
+    ``split`` a bool (hidden), and the bits of the case's given fields at the end.
+
+    None for anything unusual (a subclass, extra or private values), which is
+    packed whole instead.
+    """
+    return _values(case, _same)
+
+
+def _same(name: str | None) -> str | None:
+    return name
+
+
+def _values(case: Case, file: Callable[[str | None], Any]) -> tuple[Any, ...] | None:
+    """``row_of``, with each file name given as ``file`` gives it (a place in a table)."""
+    if type(case) is not Case or case.__pydantic_extra__ or case.__pydantic_private__ \
+            or any(type(a) is not Assertion or a.__pydantic_extra__
+                   or a.__pydantic_private__ for a in case.expect):
+        return None
+    expect = []
+    for assertion in case.expect:
+        inner = list(_ASSERTION.values(assertion.__dict__))
+        inner[_ASSERTION_FILE] = file(inner[_ASSERTION_FILE])
+        inner.append(_ASSERTION.given(assertion))
+        expect.append(tuple(inner))
+    row = list(_CASE.values(case.__dict__))
+    row[_CASE_EXPECT] = tuple(expect)
+    row[_CASE_SPLIT] = row[_CASE_SPLIT] == "hidden"  # a byte, not a word
+    row[_CASE_FILE] = file(row[_CASE_FILE])
+    row.append(_CASE.given(case))
+    return tuple(row)
 
 
 class PackedCases(Sequence[Case]):
@@ -99,13 +171,26 @@ class PackedCases(Sequence[Case]):
 
     # ----------------------------------------------------------------- writing
 
-    def append(self, case: Case) -> None:
-        """Pack one more case at the end."""
-        data = self._pack(case)
+    def append(self, case: Case, row: tuple[Any, ...] | None = None) -> None:
+        """Pack one more case at the end (``row``: its ``row_of``, if made already)."""
+        packed = self._pack_row(row) if row is not None else \
+            self._pickle(_values(case, self._file) or (None, case))
+        self._add(packed, case.split == "hidden")
+
+    def append_row(self, row: Sequence[Any]) -> None:
+        """Pack one more case at the end from its values as ``row_of`` gives them (lists
+        for its tuples will do).
+
+        The values are trusted as validated: they were a case's (the
+        validated-case cache, ``suites.validated``, gives them back).
+        """
+        self._add(self._pack_row(row), bool(row[_CASE_SPLIT]))
+
+    def _add(self, data: bytes, hidden: bool) -> None:
         end = len(data) + (self._ends[-1] if self._open else 0)
         self._open.append(data)
         self._ends.append(end)
-        self._splits.append(case.split == "hidden")
+        self._splits.append(hidden)
         if len(self._open) == _BLOCK:
             self._blocks.append(b"".join(self._open))
             self._open = []
@@ -122,24 +207,21 @@ class PackedCases(Sequence[Case]):
             self._files.append(name)
         return found
 
-    def _pack(self, case: Case) -> bytes:
-        if type(case) is not Case or case.__pydantic_extra__ or case.__pydantic_private__ \
-                or any(type(a) is not Assertion or a.__pydantic_extra__
-                       or a.__pydantic_private__ for a in case.expect):
-            data = pickle.dumps((None, case), _PROTOCOL)  # anything unusual: kept whole
-        else:
-            expect = []
-            for assertion in case.expect:
-                inner = list(_ASSERTION.values(assertion.__dict__))
-                inner[_ASSERTION_FILE] = self._file(inner[_ASSERTION_FILE])
-                inner.append(_ASSERTION.given(assertion))
-                expect.append(tuple(inner))
-            row = list(_CASE.values(case.__dict__))
-            row[_CASE_EXPECT] = tuple(expect)
-            row[_CASE_SPLIT] = row[_CASE_SPLIT] == "hidden"  # a byte, not a word
-            row[_CASE_FILE] = self._file(row[_CASE_FILE])
-            row.append(_CASE.given(case))
-            data = pickle.dumps(tuple(row), _PROTOCOL)
+    def _pack_row(self, row: Sequence[Any]) -> bytes:
+        """A ``row_of`` row's pickle, its files named by their place in ``_files``."""
+        expect = []
+        for inner in row[_CASE_EXPECT]:
+            values = list(inner)
+            values[_ASSERTION_FILE] = self._file(values[_ASSERTION_FILE])
+            expect.append(tuple(values))
+        values = list(row)
+        values[_CASE_EXPECT] = tuple(expect)
+        values[_CASE_FILE] = self._file(values[_CASE_FILE])
+        return self._pickle(tuple(values))
+
+    @staticmethod
+    def _pickle(value: tuple[Any, ...]) -> bytes:
+        data = pickle.dumps(value, _PROTOCOL)
         if data.startswith(_FRAMED) and len(data) < _ONE_FRAME:
             return data[11:]  # the same pickle without its head: 11 bytes a case
         return data
@@ -206,10 +288,49 @@ class PackedCases(Sequence[Case]):
             else:
                 yield row[0], [files[inner[_ASSERTION_FILE]] for inner in row[_CASE_EXPECT]]
 
-    def _rows(self) -> Iterator[tuple[Any, ...]]:
-        for index in range(len(self._ends)):
-            data = self._bytes(index)
-            yield pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
+    def _rows(self, indices: Iterable[int] | None = None) -> Iterator[tuple[Any, ...]]:
+        for index in range(len(self._ends)) if indices is None else indices:
+            yield self._row(index)
+
+    def _row(self, index: int) -> tuple[Any, ...]:
+        """The values packed for the case at ``index`` (a ``(None, case)`` kept whole)."""
+        data = self._bytes(index)
+        row: tuple[Any, ...] = pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
+        return row
+
+    def having(self, checks: Collection[str],
+               indices: Iterable[int] | None = None) -> Iterator[Case]:
+        """The cases (at ``indices``, else all) with an assertion whose check is one of
+        ``checks``, in order: the others are passed over without being made."""
+        for index in range(len(self._ends)) if indices is None else indices:
+            row = self._row(index)
+            if row[0] is None:
+                if any(a.check in checks for a in row[1].expect):
+                    yield row[1]
+            elif any(inner[_ASSERTION_CHECK] in checks for inner in row[_CASE_EXPECT]):
+                yield self._read(index)
+
+    def dumped(self, start: int, stop: int) -> list[dict[str, Any]] | None:
+        """The cases from ``start`` to ``stop`` as the data pydantic's JSON dump of each
+        ``Case`` writes (fields in order, those it leaves out left out, enums as their
+        values), for an encoder that writes the same bytes; None if any case is kept
+        whole (``_pack``), whose dump only pydantic knows."""
+        found = []
+        for row in self._rows(range(start, stop)):
+            if row[0] is None:
+                return None
+            expect = []
+            for inner in row[_CASE_EXPECT]:
+                data = _ASSERTION.dumped(inner)
+                for name in _EVIDENCE:
+                    if data[name] is not None:
+                        data[name] = data[name].value
+                expect.append(data)
+            data = _CASE.dumped(row)
+            data["expect"] = expect
+            data["split"] = "hidden" if row[_CASE_SPLIT] else "public"
+            found.append(data)
+        return found
 
     def split_of(self, index: int) -> Split:
         """Whether the case at ``index`` is public or hidden, without reading it."""
@@ -229,16 +350,22 @@ class PackedCases(Sequence[Case]):
         return self._open[at]
 
     def _read(self, index: int) -> Case:
-        data = self._bytes(index)
+        data = self._bytes(index)  # ``_row``, written out: the battery's plan reads every case
         row = pickle.loads(data if data[0] == _HEAD[0] else _HEAD + data)
         if row[0] is None:
             case: Case = row[1]
             return case
-        files = self._files
-        expect = [_ASSERTION.restore(inner, inner[-1], file=files[inner[_ASSERTION_FILE]])
-                  for inner in row[_CASE_EXPECT]]
-        restored: Case = _CASE.restore(row, row[-1], expect=expect, file=files[row[_CASE_FILE]],
-                                       split="hidden" if row[_CASE_SPLIT] else "public")
+        files, names, made = self._files, _ASSERTION.names, _ASSERTION.made
+        expect = []
+        for inner in row[_CASE_EXPECT]:
+            values = dict(zip(names, inner, strict=False))
+            values["file"] = files[inner[_ASSERTION_FILE]]
+            expect.append(made(values, inner[-1]))
+        values = dict(zip(_CASE.names, row, strict=False))
+        values["expect"] = expect
+        values["split"] = "hidden" if row[_CASE_SPLIT] else "public"
+        values["file"] = files[row[_CASE_FILE]]
+        restored: Case = _CASE.made(values, row[-1])
         return restored
 
     def __repr__(self) -> str:
@@ -277,6 +404,10 @@ class _View(Sequence[Case]):
     def __iter__(self) -> Iterator[Case]:
         for index in self._positions:
             yield self._packed.get(index)
+
+    def having(self, checks: Collection[str]) -> Iterator[Case]:
+        """``PackedCases.having`` of these cases."""
+        return self._packed.having(checks, self._positions)
 
     def __eq__(self, other: object) -> bool:
         # Equal to a list of equal cases, as the list a suite held before was.

@@ -63,7 +63,7 @@ class Problem:
 
 
 def make_cases(items: list[Any], problem: Problem, loc: Loc, *, split: str,
-               base_dir: Path, start: int = 0) -> list[Case]:
+               base_dir: Path, start: int = 0, args: list[list[Any]] | None = None) -> list[Case]:
     """Cases from their mappings: ``make_case`` for each, in one pass when all are well formed.
 
     Validating every case (and every assertion) in one call into pydantic
@@ -72,14 +72,24 @@ def make_cases(items: list[Any], problem: Problem, loc: Loc, *, split: str,
     the error a user sees is the one ``make_case`` gives for the first bad
     case, at its line. ``items`` may be one block of a longer list that
     starts at ``start``: places (and so lines) are counted in the whole list.
+    ``args``, if given, receives per case its assertions' arguments as they
+    were before their checks prepared them (``check_case``).
     """
     built = _all_at_once(items, problem, loc, split, start)
     if built is None:
-        return [make_case(item, problem, [*loc, i], split=split, base_dir=base_dir)
-                for i, item in enumerate(items, start)]
+        return [make_case(item, problem, [*loc, i], split=split, base_dir=base_dir,
+                          args=_more(args)) for i, item in enumerate(items, start)]
     for i, case in enumerate(built, start):
-        check_case(case, problem, [*loc, i], base_dir=base_dir)
+        check_case(case, problem, [*loc, i], base_dir=base_dir, args=_more(args))
     return built
+
+
+def _more(args: list[list[Any]] | None) -> list[Any] | None:
+    """A new list at the end of ``args`` (None: none kept)."""
+    if args is None:
+        return None
+    args.append([])
+    return args[-1]
 
 
 _ASSERTIONS: TypeAdapter[list[Assertion]] = TypeAdapter(list[Assertion])
@@ -139,7 +149,8 @@ def _assertion_form(data: Any) -> dict[str, Any] | None:
     return form
 
 
-def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Path) -> Case:
+def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Path,
+              args: list[Any] | None = None) -> Case:
     """One case from its mapping; assertions keep their own lines."""
     if not isinstance(data, dict):
         raise problem(loc, "a case is a mapping with id, input and expect",
@@ -175,12 +186,17 @@ def make_case(data: Any, problem: Problem, loc: Loc, *, split: str, base_dir: Pa
         case = Case.model_validate(fields)
     except ValidationError as exc:
         raise problem.from_validation(exc, loc) from None
-    check_case(case, problem, loc, base_dir=base_dir)
+    check_case(case, problem, loc, base_dir=base_dir, args=args)
     return case
 
 
-def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Case:
-    """Refuse what the model cannot see: unknown checks, bad arguments, missing paths."""
+def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path,
+               args: list[Any] | None = None) -> Case:
+    """Refuse what the model cannot see: unknown checks, bad arguments, missing paths.
+
+    ``args``, if given, receives each assertion's argument as it was before its
+    check prepared it, in the order of the case's assertions once checked.
+    """
     if case.fixture is not None and not (base_dir / case.fixture).exists():
         raise problem([*loc, "fixture"], f"fixture {case.fixture!r} does not exist",
                       "fixture path does not exist")
@@ -196,9 +212,11 @@ def check_case(case: Case, problem: Problem, loc: Loc, *, base_dir: Path) -> Cas
             case.expect[j] = assertion
         here = [*loc, "expect", j]
         at = _at(problem, assertion, here)
+        if args is not None:
+            args.append(assertion.arg)
         case.expect[j] = check_assertion(assertion, at, ctx)
     if isinstance(case.invocation, Invocation):
-        _check_invocation(case, case.invocation, problem, loc, ctx)
+        _check_invocation(case, case.invocation, problem, loc, ctx, args)
     _check_conversation(case, problem, loc)
     return case
 
@@ -240,7 +258,7 @@ def _check_conversation(case: Case, problem: Problem, loc: Loc) -> None:
 
 
 def _check_invocation(case: Case, invocation: Invocation, problem: Problem, loc: Loc,
-                      ctx: LoadContext) -> None:
+                      ctx: LoadContext, args: list[Any] | None = None) -> None:
     """An invocation that names a skill: the input does not invoke it itself, and ``none``
     forbids it (a ``never_activates_skill`` the case is given unless it has one)."""
     skill = invocation.skill
@@ -262,6 +280,8 @@ def _check_invocation(case: Case, invocation: Invocation, problem: Problem, loc:
                for a in case.expect):
         implied = Assertion(check="never_activates_skill", arg=skill, line=case.line,
                             file=case.file or problem.file)
+        if args is not None:
+            args.append(implied.arg)
         case.expect.append(check_assertion(implied, _at(problem, implied, loc), ctx))
 
 

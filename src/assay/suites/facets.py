@@ -9,7 +9,10 @@ shown, only compared (docs/decisions/0029-compare-and-gate.md).
 
 The digests are SHA-256 of sorted, compact JSON: they are only ever compared
 with each other, never verified by a third party, so the C encoder does
-(RFC 8785 bytes would cost ten times as much per case, on the battery's path).
+(RFC 8785 bytes would cost ten times as much per case). The two that read
+only the case (``case``, ``assertions``) are made once, at load, from the
+identity the suite digest takes anyway, and kept as 64 raw bytes a case
+(``packed_digests``); the battery's path only spells them out (``facets_of``).
 """
 
 from __future__ import annotations
@@ -59,35 +62,56 @@ def json_digest(value: Any) -> str:
         _ENCODE(value).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: Bytes a case's two identity facets (``case``, ``assertions``) take packed: two SHA-256.
+PACKED = 64
+
+
+def packed_digests(identity: Mapping[str, Any]) -> bytes:
+    """The ``case`` and ``assertions`` facets of one case, as 64 raw bytes.
+
+    What a load keeps per case (``LoadedSuite.case_facets`` makes the facets
+    of them): computed where the loader already has the case's identity for
+    the suite digest, instead of dumping the case again on the battery's path.
+    """
+    rest = {k: v for k, v in identity.items() if k not in _SKIP}
+    sha256 = hashlib.sha256
+    return sha256(_ENCODE(rest).encode("utf-8", "surrogatepass")).digest() + sha256(
+        _ENCODE(identity.get("expect", [])).encode("utf-8", "surrogatepass")).digest()
+
+
+def facets_of(case: Case, packed: bytes | memoryview, fixture: str | None,
+              graders: dict[str, str]) -> dict[str, str]:
+    """A case's facets from its ``packed_digests`` and its fixture's digest (None: none).
+
+    The facets that read files stay per case, and only for the cases that have
+    them: a grader's code (``graders`` caches its digest across cases).
+    """
+    facets = {"case": "sha256:" + packed[:32].hex(),
+              "assertions": "sha256:" + packed[32:PACKED].hex()}
+    if fixture is not None:
+        facets["fixture"] = fixture
+    code = [grader_digest(a.arg, a.file, graders) for a in case.expect if a.check == "grader"]
+    if code:
+        facets["graders"] = json_digest(code)
+    if case.invocation is not None:
+        facets["invocation"] = invocation_facet(case.invocation)
+    return facets
+
+
 def case_facets(cases: Iterable[Case], identities: Mapping[str, Mapping[str, Any]],
                 graders: dict[str, str]) -> dict[str, dict[str, str]]:
     """The facets of each case, by id, from its identity (the JSON the suite digest covers).
 
     ``identities`` holds each case's entry in the loader's identities (fields
     left at their defaults omitted, ``fixture_digest`` added); ``graders``
-    caches grader sources' digests across cases. One loop for all cases: the
-    battery's path pays it once per case, so it is kept tight.
+    caches grader sources' digests across cases.
     """
-    encode, sha256 = _ENCODE, hashlib.sha256
     found: dict[str, dict[str, str]] = {}
     for case in cases:
         identity = identities[case.id]
-        rest = {k: v for k, v in identity.items() if k not in _SKIP}
-        facets = {
-            "case": "sha256:" + sha256(encode(rest).encode("utf-8", "surrogatepass")).hexdigest(),
-            "assertions": "sha256:" + sha256(encode(identity.get("expect", [])).encode(
-                "utf-8", "surrogatepass")).hexdigest(),
-        }
         fixture = identity.get("fixture_digest")
-        if isinstance(fixture, str):
-            facets["fixture"] = fixture
-        code = [grader_digest(a.arg, a.file, graders) for a in case.expect
-                if a.check == "grader"]
-        if code:
-            facets["graders"] = json_digest(code)
-        if case.invocation is not None:
-            facets["invocation"] = invocation_facet(case.invocation)
-        found[case.id] = facets
+        found[case.id] = facets_of(case, packed_digests(identity),
+                                   fixture if isinstance(fixture, str) else None, graders)
     return found
 
 

@@ -22,8 +22,8 @@ from ..errors import SuiteError
 from ..model import Case, Suite
 from ..model.fixture import ToolFixture
 from ..model.invocation import Invocation
-from ..model.packed import PackedCases
-from . import cache, marks
+from ..model.packed import PackedCases, row_of
+from . import cache, marks, validated
 from .build import (
     OUTCOME_CHECKS,
     LineOf,
@@ -35,6 +35,7 @@ from .build import (
     make_suite,
     survey_workspace,
 )
+from .facets import PACKED, case_facets, facets_of, packed_digests
 from .fixtures import is_tool_fixture, load_tool_fixture
 from .hidden import HiddenSource, choose_folder, load_hidden
 from .marks import load_marked
@@ -46,8 +47,9 @@ class LoadedSuite:
     """A suite ready to run: its cases (public and hidden) and what identifies them.
 
     A YAML suite's cases are held packed (``model.packed.PackedCases``): each is
-    made a ``Case`` when read. Nothing here is kept per case: facets are
-    computed when asked, and positions only once someone needs them.
+    made a ``Case`` when read. Per case only the two facet digests the load made
+    are kept, as bytes (``suites.facets.packed_digests``); positions are made
+    once someone needs them.
     """
 
     suite: Suite
@@ -89,6 +91,9 @@ class LoadedSuite:
     #: Fixture and grader digests, shared by every case's facets (few files, many cases).
     _fixture_digests: dict[Path, str] = field(default_factory=dict, repr=False)
     _grader_digests: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Each case's ``case`` and ``assertions`` facets as raw digests, ``facets.PACKED``
+    #: bytes a case in ``suite.cases``' order (made by the load; empty: made when asked).
+    _case_digests: bytes | bytearray = field(default=b"", repr=False)
 
     def positions(self) -> dict[str, int]:
         """Each case's position in ``suite.cases``, by id (made once, then shared)."""
@@ -100,13 +105,33 @@ class LoadedSuite:
         return self._positions
 
     def case_facets(self, case: Case) -> dict[str, str]:
-        """The digests ``assay compare`` aligns this case on (``suites.facets``), made now."""
-        found = self._facets.get(case.id)
-        if found is None:
-            from .facets import case_facets
+        """The digests ``assay compare`` aligns this case on (``suites.facets``).
 
-            identity = _identities([case], self._fixture_digests)[0]
-            found = case_facets([case], {case.id: identity}, self._grader_digests)[case.id]
+        ``case`` is one of the suite's: its ``case`` and ``assertions`` facets are
+        the ones the load made of the case with its id (a suite made otherwise,
+        with none kept, has them made now, from the case given).
+        """
+        found = self._facets.get(case.id)
+        if found is not None:
+            return found
+        kept = self._case_digests
+        if kept and len(kept) == PACKED * len(self.suite.cases):
+            index = self.positions().get(case.id)
+            if index is not None:
+                at = PACKED * index
+                return facets_of(case, memoryview(kept)[at:at + PACKED],
+                                 self._fixture_digest(case), self._grader_digests)
+        identity = _identities([case], self._fixture_digests)[0]
+        return case_facets([case], {case.id: identity}, self._grader_digests)[case.id]
+
+    def _fixture_digest(self, case: Case) -> str | None:
+        """The ``fixture_digest`` of the case's identity (``_identities``), or None."""
+        if case.fixture is None or case.file is None:
+            return None
+        where = Path(case.file).parent / case.fixture
+        found = self._fixture_digests.get(where)
+        if found is None:
+            found = self._fixture_digests[where] = file_digest(where)
         return found
 
     def part_of(self, indices: Sequence[int]) -> LoadedSuite:
@@ -121,10 +146,13 @@ class LoadedSuite:
         cases = self.suite.cases
         chosen = [cases[i] for i in indices]
         suite = self.suite.model_copy(update={"cases": chosen})
+        kept = self._case_digests
+        if len(kept) == PACKED * len(cases):
+            kept = b"".join(kept[PACKED * i:PACKED * (i + 1)] for i in indices)
         if any(case.split == "hidden" for case in chosen):
-            return replace(self, suite=suite, part=True, _positions={})
+            return replace(self, suite=suite, part=True, _positions={}, _case_digests=kept)
         return replace(self, suite=suite, part=True, _positions={}, hidden_digest=None,
-                       hidden_source=None)
+                       hidden_source=None, _case_digests=kept)
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
@@ -158,7 +186,26 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
         with _collector_paused():
             return _with_hidden(suite, None, path, hidden_root)
     with _collector_paused():
-        return _with_hidden(*_load_yaml(path), path, hidden_root)
+        try:
+            key: str | None = cache.key_of_file(path)
+        except OSError:
+            key = None  # load_marked says why the file cannot be read
+        if key is not None:
+            kept = _from_validated(path, validated.key_of(key, path))
+            if kept is not None:
+                try:
+                    return _with_hidden(*kept, path, hidden_root)
+                except (SuiteError, validated.Miss):
+                    pass  # loaded in full below: the exact error, or what changed
+        suite, digests = _load_yaml(path, key)
+        try:
+            loaded = _with_hidden(suite, digests, path, hidden_root)
+            if digests.keeper is not None and digests.body is not None:
+                digests.keeper.finish(loaded.digest, digests.body)
+            return loaded
+        finally:
+            if digests.keeper is not None:
+                digests.keeper.abandon()  # nothing, once finished
 
 
 @contextmanager
@@ -191,34 +238,35 @@ class _Again(Exception):
     """A case-by-case build that cannot give the exact error: the whole file is built instead."""
 
 
-def _load_yaml(path: Path) -> tuple[Suite, _Digests]:
+def _load_yaml(path: Path, key: str | None) -> tuple[Suite, _Digests]:
     """The suite in ``path``, its cases packed, read case by case where the file allows.
 
     Three ways, the first that works: the parsed-suite cache's entry, then
     libyaml's events one case at a time (``marks.SuiteStream``), both never
     holding the file's data whole; then the whole parse (``load_marked``),
     for the unusual YAML the first two decline and for every error, so that
-    an error has the exact words and line it always had.
+    an error has the exact words and line it always had. ``key`` is the
+    parsed-suite cache's for the file (None: it could not be read). Each way
+    also writes the validated-case cache's entry (``digests.keeper``), which
+    the caller puts in place once the whole load succeeded.
     """
-    try:
-        key: str | None = cache.key_of_file(path)
-    except OSError:
-        key = None  # load_marked says why the file cannot be read
     if key is not None:
         kept = cache.read(path, key)
         if kept is not None:
             try:
-                return _build_yaml(path, kept)
+                return _build_yaml(path, kept, keeper=_keeper(path, key))
             except (SuiteError, cache.KeptLines.Unknown, cache.Miss, _Again):
                 pass  # parsed again below, for the error's exact words and line
         try:
-            return _build_yaml(path, marks.SuiteStream(path), cache.writer(path, key))
+            return _build_yaml(path, marks.SuiteStream(path), cache.writer(path, key),
+                               _keeper(path, key))
         except (SuiteError, cache.KeptLines.Unknown, marks.Declined, _Again):
             pass  # the whole parse below gives the data, or the exact error
     marked = load_marked(path)
     whole = _Whole(path, marked)
     try:
-        return _build_yaml(path, whole, cache.writer(path, key) if key is not None else None)
+        return _build_yaml(path, whole, cache.writer(path, key) if key is not None else None,
+                           _keeper(path, key) if key is not None else None)
     except _Again:
         pass
     suite = _build_whole(path, marked.data, marked.line, marked.key_line)  # raises, in effect
@@ -261,8 +309,12 @@ class _Whole:
                                              for j in range(count)]
 
 
-def _build_yaml(path: Path, source: _Source,
-                writer: cache.Writer | None = None) -> tuple[Suite, _Digests]:
+def _keeper(path: Path, key: str) -> validated.Writer | None:
+    return validated.writer(path, validated.key_of(key, path))
+
+
+def _build_yaml(path: Path, source: _Source, writer: cache.Writer | None = None,
+                keeper: validated.Writer | None = None) -> tuple[Suite, _Digests]:
     """The suite from its cases as ``source`` gives them, validated and packed a block at a time.
 
     Raises the SuiteError a block meets (exact for a ``_Whole`` source, whose
@@ -270,10 +322,13 @@ def _build_yaml(path: Path, source: _Source,
     for an error's line instead), or ``_Again`` for what only the whole
     list can word exactly (a case id written twice). ``writer`` keeps the
     cases for the parsed-suite cache; it is put in place only on success.
+    ``keeper`` keeps them validated (``suites.validated``), once the caller
+    knows the whole load succeeded: it is abandoned here on any failure.
     """
     try:
         packed = PackedCases()
         digests = _Digests(path)
+        written: list[list[Any]] | None = [] if keeper is not None else None
         ids = array("q")  # each case id's hash: 8 bytes a case, not a set of strings
         items: list[Any] = []
         lines: cache.Lines = []
@@ -286,10 +341,19 @@ def _build_yaml(path: Path, source: _Source,
                 line_of, key_line_of = source.marked.line, source.marked.key_line
             problem = Problem(str(path), line_of, secret=False, key_line_of=key_line_of)
             cases = make_cases(items, problem, ["cases"], split="public", base_dir=path.parent,
-                               start=start)
+                               start=start, args=written)
             ids.extend(hash(case.id) for case in cases)
             digests.add(cases)
-            packed.extend(cases)
+            if keeper is not None and written is not None:
+                at = len(digests.case_digests) - PACKED * len(cases)
+                for case, args in zip(cases, written, strict=True):
+                    row = row_of(case)  # made once: packed, and kept
+                    packed.append(case, row)
+                    keeper.add(row, args, bytes(digests.case_digests[at:at + PACKED]))
+                    at += PACKED
+                written.clear()
+            else:
+                packed.extend(cases)
 
         for data, line, inner in source:
             if writer is not None:
@@ -312,10 +376,53 @@ def _build_yaml(path: Path, source: _Source,
         suite = make_suite(top, [], Problem(str(path), key_line_of, secret=False))
         if writer is not None:
             writer.finish(top)
+        if keeper is not None:
+            keeper.top = top
+            keeper.fixtures = {str(where): found
+                               for where, found in digests.fixture_digests.items()}
+            digests.keeper, keeper = keeper, None
     finally:
         if writer is not None:
             writer.abandon()
+        if keeper is not None:
+            keeper.abandon()
     return suite.model_copy(update={"cases": packed, "source": str(path)}), digests
+
+
+def _from_validated(path: Path, key: str) -> tuple[Suite, _Digests] | None:
+    """The suite from the validated-case cache's entry, or None (a miss).
+
+    What reads the world is done again (``suites.validated``): each argument
+    prepared (while reading the entry); here, each fixture and workspace a case
+    names found, checked as ``check_case`` checks it and digested, and the
+    digests compared with those the entry was made with. The cases a load
+    notes are noted (``_Digests.note``); the suite body is compared when its
+    digest is asked for (``_Digests.suite_digest``).
+    """
+    hit = validated.read(path, key)
+    if hit is None:
+        return None
+    digests = _Digests(path, hit)
+    found: dict[Path, str] = {}
+    for index in hit.notable:
+        case = hit.cases.get(index)
+        if case.fixture is not None and not (path.parent / case.fixture).exists():
+            return None
+        if case.workspace is not None and \
+                survey_workspace((path.parent / case.workspace).resolve()).problem is not None:
+            return None
+        for _, where in _world(case):
+            if where not in found:
+                found[where] = file_digest(where)
+        digests.note(case)
+    if {str(where): value for where, value in found.items()} != hit.fixtures:
+        return None
+    digests.fixture_digests.update(found)
+    try:
+        suite = make_suite(hit.top, [], Problem(str(path), cache.KeptLines([]), secret=False))
+    except (SuiteError, cache.KeptLines.Unknown):
+        return None
+    return suite.model_copy(update={"cases": hit.cases, "source": str(path)}), digests
 
 
 def _repeats(values: array[int]) -> bool:
@@ -476,7 +583,8 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
                          conversation_case=digests.conversation_case,
                          simulated_case=digests.simulated_case,
                          unmodelled_user_case=digests.unmodelled_user_case,
-                         skill_uses=skill_uses, _fixture_digests=digests.fixture_digests)
+                         skill_uses=skill_uses, _fixture_digests=digests.fixture_digests,
+                         _case_digests=bytes(digests.case_digests))
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
             loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)
@@ -505,12 +613,23 @@ class _Digests:
     and whether the first case naming it is hidden.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, hit: validated.Hit | None = None) -> None:
         self._path = path
         self._public = hashlib.sha256(b'{"cases":[')
         self._hidden = hashlib.sha256(b"[")
         self._counts = {"public": 0, "hidden": 0}
         self.fixture_digests: dict[Path, str] = {}
+        #: Each case's two facet digests (``facets.packed_digests``), in the order added.
+        self.case_digests = bytearray()
+        #: The public cases read from the validated-case cache, whose suite digest is kept.
+        self._hit = hit
+        if hit is not None:
+            self._counts["public"] = len(hit.cases)
+            self.case_digests = hit.case_digests
+        #: The digest of the suite body the suite digest was made with (``suite_digest``).
+        self.body: str | None = None
+        #: The validated-case cache's entry for the cases added, written once the load is done.
+        self.keeper: validated.Writer | None = None
         #: Each fixture's absolute path, in the order cases name them: whether the first is hidden.
         self.fixtures: dict[str, bool] = {}
         #: The cases with outcome checks (SPEC §14), checked against their workspace once
@@ -539,33 +658,52 @@ class _Digests:
                 if self._counts[split]:
                     sink.update(b",")
                 sink.update(canonical(identity))
+                self.case_digests += packed_digests(identity)
                 self._counts[split] += 1
-                where = _fixture_path(case, self._path)
-                if where is not None and str(where) not in self.fixtures:
-                    self.fixtures[str(where)] = split == "hidden"
-                    if self.folder_fixture_case is None and not is_tool_fixture(where):
-                        self.folder_fixture_case = case
-                if self.workspace_case is None and case.workspace is not None:
-                    self.workspace_case = case
-                if self.conversation_case is None and (case.turns is not None
-                                                       or case.user is not None):
-                    self.conversation_case = case
-                if self.simulated_case is None and case.user is not None:
-                    self.simulated_case = case
-                if self.unmodelled_user_case is None and case.user is not None \
-                        and case.user.model is None:
-                    self.unmodelled_user_case = case
-                if any(a.check in OUTCOME_CHECKS for a in case.expect):
-                    self.outcome_cases.append(case)
-                if any(a.check == "state" for a in case.expect):
-                    self.state_cases.append(case)
-                if isinstance(case.invocation, Invocation):
-                    self.skill_cases.append(case)
+                self.note(case)
+
+    def note(self, case: Case) -> None:
+        """Note what the rest of the load checks, or a run refuses, of one case.
+
+        A case from the validated-case cache is noted only if it has one of
+        these (``validated.Hit.notable``, which must cover everything read here).
+        """
+        where = _fixture_path(case, self._path)
+        if where is not None and str(where) not in self.fixtures:
+            self.fixtures[str(where)] = case.split == "hidden"
+            if self.folder_fixture_case is None and not is_tool_fixture(where):
+                self.folder_fixture_case = case
+        if self.workspace_case is None and case.workspace is not None:
+            self.workspace_case = case
+        if self.conversation_case is None and (case.turns is not None
+                                               or case.user is not None):
+            self.conversation_case = case
+        if self.simulated_case is None and case.user is not None:
+            self.simulated_case = case
+        if self.unmodelled_user_case is None and case.user is not None \
+                and case.user.model is None:
+            self.unmodelled_user_case = case
+        if any(a.check in OUTCOME_CHECKS for a in case.expect):
+            self.outcome_cases.append(case)
+        if any(a.check == "state" for a in case.expect):
+            self.state_cases.append(case)
+        if isinstance(case.invocation, Invocation):
+            self.skill_cases.append(case)
 
     def suite_digest(self, body: dict[str, Any]) -> str:
-        """The suite digest, once every case was added."""
+        """The suite digest, once every case was added.
+
+        From the validated-case cache, the digest kept with it, if the body is
+        the one it was made with (else ``validated.Miss``: the file loads in full).
+        """
+        text = canonical(body)
+        self.body = hashlib.sha256(text).hexdigest()
+        if self._hit is not None:
+            if self.body != self._hit.body:
+                raise validated.Miss("the suite body changed")
+            return self._hit.suite_digest
         sink = self._public.copy()
-        sink.update(b'],"suite":' + canonical(body) + b"}")
+        sink.update(b'],"suite":' + text + b"}")
         return "sha256:" + sink.hexdigest()
 
     def hidden_digest(self) -> str | None:
@@ -625,20 +763,23 @@ def _identities(cases: Sequence[Case], fixtures: dict[Path, str]) -> list[dict[s
     identities: list[dict[str, Any]] = _CASE_LIST.dump_python(list(cases), mode="json",
                                                              exclude_defaults=True)
     for case, data in zip(cases, identities, strict=True):
-        if case.fixture is not None and case.file is not None:
-            where = Path(case.file).parent / case.fixture
+        for name, where in _world(case):
             found = fixtures.get(where)
             if found is None:
                 found = fixtures[where] = file_digest(where)
-            data["fixture_digest"] = found
-        if case.workspace is not None and case.file is not None:
-            # A changed workspace folder is a changed case, as a changed fixture is.
-            where = (Path(case.file).parent / case.workspace).resolve()
-            found = fixtures.get(where)
-            if found is None:
-                found = fixtures[where] = file_digest(where)
-            data["workspace_digest"] = found
+            data[name] = found
     return identities
+
+
+def _world(case: Case) -> list[tuple[str, Path]]:
+    """The files a case's identity holds the digest of, under the name it holds it by."""
+    named = []
+    if case.fixture is not None and case.file is not None:
+        named.append(("fixture_digest", Path(case.file).parent / case.fixture))
+    if case.workspace is not None and case.file is not None:
+        # A changed workspace folder is a changed case, as a changed fixture is.
+        named.append(("workspace_digest", (Path(case.file).parent / case.workspace).resolve()))
+    return named
 
 
 def _check_python_judge(named: str, path: Path) -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
 from pydantic import TypeAdapter
 
 from ...canonical import digest_bytes
+from ...model.compact import fast_json
 from ...model.packed import PackedCases
 from ...model.result import Report, report_json
 from ...model.suite import Assertion, Case, Suite
@@ -57,20 +58,40 @@ def stored_suite_pieces(suite: Suite) -> Iterator[str]:
     yield '{"suite":' + head[:-1] + ',"cases":['
     cases = suite.cases
     for start in range(0, len(cases), _BLOCK):
-        block = list(cases[start:start + _BLOCK])
-        text = _CASES.dump_json(block, by_alias=True, fallback=repr).decode()
-        yield ("," if start else "") + text[1:-1]
+        yield ("," if start else "") + _cases_json(cases, start)[1:-1]
     yield ']},"files":{'
     files: Iterator[tuple[str, list[str | None]]] = cases.assertion_files() \
         if isinstance(cases, PackedCases) else \
         ((case.id, [a.file for a in case.expect]) for case in cases)
     first = True
     while named := list(islice(files, _BLOCK)):
-        yield ("" if first else ", ") + ", ".join(
-            f"{json.dumps(case_id, ensure_ascii=False)}: {json.dumps(names, ensure_ascii=False)}"
-            for case_id, names in named)
+        by_id = dict(named)  # one encoder call for the block: ids are unique in a suite
+        yield ("" if first else ", ") + (
+            _FILES(by_id)[1:-1] if len(by_id) == len(named) else ", ".join(
+                f"{json.dumps(case_id, ensure_ascii=False)}: "
+                f"{json.dumps(names, ensure_ascii=False)}" for case_id, names in named))
         first = False
     yield "}}"
+
+
+#: ``json.dumps(value, ensure_ascii=False)``, its encoder made once.
+_FILES = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _cases_json(cases: Sequence[Case], start: int) -> str:
+    """The JSON list pydantic writes of the block of cases at ``start`` (``_CASES``).
+
+    Packed cases are written by orjson from their packed values, the same bytes
+    (``model.compact``) without making each case; pydantic writes a block with a
+    case kept whole or a value orjson would write otherwise.
+    """
+    stop = min(start + _BLOCK, len(cases))
+    if isinstance(cases, PackedCases):
+        dumped = cases.dumped(start, stop)
+        fast = fast_json(dumped) if dumped is not None else None
+        if fast is not None:
+            return fast.decode()
+    return _CASES.dump_json(list(cases[start:stop]), by_alias=True, fallback=repr).decode()
 
 
 def load_stored_suite(data: dict[str, Any]) -> Suite:

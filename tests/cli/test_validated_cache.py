@@ -32,6 +32,9 @@ def _project(project):
     project.write("evals/agent.py", AGENT)
     project.write("evals/graders/ok.py", "print('{\"outcome\": \"pass\"}')\n")
     project.write("evals/s.suite.yaml", SUITE)
+    # Made beforehand: in a fresh folder the store's writer process makes .assay/ while the
+    # suite loads, and an entry is kept only where .assay/ already is when the load asks.
+    (project.root / ".assay").mkdir()
 
 
 def test_a_rerun_reads_the_kept_cases_and_reports_alike(project):
@@ -53,6 +56,7 @@ def test_a_case_broken_since_the_last_run_stops_the_run_at_its_line(project):
     assert first.code == 0, first.out + first.err
     calls = (project.root / "evals/calls.txt").read_text()
     assert sorted(calls.split()) == ["hi", "there"]
+    assert len(list((project.root / ".assay/cache/cases").glob("*.json"))) == 1
     (project.root / "evals/graders/ok.py").unlink()
     done = project.assay("run")
     assert done.code == 2, done.out + done.err

@@ -584,7 +584,7 @@ def _with_hidden(suite: Suite, digests: _Digests | None, path: Path,
                          simulated_case=digests.simulated_case,
                          unmodelled_user_case=digests.unmodelled_user_case,
                          skill_uses=skill_uses, _fixture_digests=digests.fixture_digests,
-                         _case_digests=bytes(digests.case_digests))
+                         _case_digests=digests.case_digests)
     for where, secret in digests.fixtures.items():
         if is_tool_fixture(Path(where)):
             loaded.fixtures[where] = load_tool_fixture(Path(where), secret=secret)

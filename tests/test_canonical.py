@@ -69,3 +69,14 @@ def test_unsafe_integers_and_lone_surrogates_are_refused_like_rfc8785():
 def test_digest_names_its_algorithm_and_ignores_key_order():
     assert digest({"b": 1, "a": [True, None]}) == digest({"a": [True, None], "b": 1})
     assert digest({"a": 1}).startswith("sha256:") and len(digest({"a": 1})) == 71
+
+
+def test_every_code_point_is_written_as_rfc8785_writes_it():
+    """Each character of the BMP but the surrogates, and every 97th beyond it, alone in a
+    string and as a key: escapes (controls, quote, backslash) and raw text as JCS has them."""
+    points = [*range(0xD800), *range(0xE000, 0x10000), *range(0x10000, 0x110000, 97)]
+    for start in range(0, len(points), 4096):
+        chunk = points[start:start + 4096]
+        value = {"texts": [chr(p) for p in chunk],
+                 "keys": {chr(p): p for p in chunk if p < 0x10000}}
+        assert canonical(value) == rfc8785.dumps(value)

@@ -68,7 +68,9 @@ def canonical(value: Any) -> bytes:
     try:
         # orjson writes a prepared value as the standard library does (compact, keys
         # sorted by code point, text as UTF-8 with JCS's escapes), five times faster.
-        return orjson.dumps(_ready(value), option=orjson.OPT_SORT_KEYS)
+        written = orjson.dumps(_ready(value), option=orjson.OPT_SORT_KEYS)
+        # orjson's bytes keep the 4 KiB they were written in: a copy holds its length.
+        return bytes(memoryview(written)) if len(written) < 4096 else written
     except (_NotPlain, RecursionError, orjson.JSONEncodeError):
         pass  # not plain, too deep, or a lone surrogate: rfc8785 writes (or refuses) it
     import rfc8785

@@ -30,9 +30,12 @@ def fast_json(value: Any) -> bytes | None:
     """``value`` (dicts, lists, str, int, float, bool, None) as compact JSON, or None
     where orjson would write it otherwise than pydantic or not at all."""
     try:
-        return orjson.dumps(value, option=_OPTIONS)
+        written = orjson.dumps(value, option=_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
         return None
+    # orjson's bytes keep the 4 KiB it wrote them in, however short they are: a batch of a
+    # thousand traces waiting for the writer would hold 4 MB. A copy holds its length.
+    return bytes(memoryview(written)) if len(written) < 4096 else written
 
 
 # --- a trace and its usage, as the store keeps them ---------------------------------------

@@ -153,46 +153,39 @@ def keeping() -> bool:
         return False
 
 
-class Writer:
-    """An entry written case by case while the file is parsed; put in place by ``finish``.
+class EntryFile:
+    """A cache entry written to a temporary file beside its place and put there whole by
+    ``commit``: a reader never meets half of one. Quietly nothing once ``abandon`` ed (a
+    folder that cannot be written, a value that cannot be kept)."""
 
-    Quietly nothing if the folder cannot be written or JSON cannot hold a
-    value exactly (e.g. ``{1: x}`` would come back as ``{"1": x}``).
-    """
-
-    def __init__(self, path: Path, key: str) -> None:
-        self._target = _entry_path(path)
+    def __init__(self, target: Path, head: bytes) -> None:
+        self._target = target
         self._stream: IO[bytes] | None = None
         self._tmp = ""
         try:
-            self._target.parent.mkdir(parents=True, exist_ok=True)
-            fd, self._tmp = tempfile.mkstemp(dir=self._target.parent, prefix=".entry-")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, self._tmp = tempfile.mkstemp(dir=target.parent, prefix=".entry-")
             self._stream = os.fdopen(fd, "wb")
-            self._stream.write(orjson.dumps({"format": FORMAT, "key": key}) + b"\n")
+            self._stream.write(head)
         except OSError:
             self.abandon()
 
-    def _put(self, value: Any) -> None:
+    @property
+    def open(self) -> bool:
+        """Still being written (not abandoned, not committed)."""
+        return self._stream is not None
+
+    def write(self, data: bytes | bytearray) -> None:
+        """Add ``data``; a write that fails abandons the entry."""
         if self._stream is None:
             return
         try:
-            # orjson: a tenth of the standard library's time on a first load. What it
-            # refuses (a key that is no string, an integer past 64 bits) or writes in a
-            # form that does not come back (NaN as null) leaves the file unkept.
-            text = orjson.dumps(value)
-            if orjson.loads(text) != value:
-                raise ValueError("not kept exactly")
-            self._stream.write(text + b"\n")
-        except (OSError, TypeError, ValueError, RecursionError, orjson.JSONEncodeError):
+            self._stream.write(data)
+        except OSError:
             self.abandon()
 
-    def add(self, data: Any, line: int | None, lines: list[int | None]) -> None:
-        """Keep one more case: its data, its line, and its assertions' lines."""
-        self._put([line, lines, data])
-
-    def finish(self, top: dict[str, Any]) -> None:
-        """Keep the other top-level keys and put the entry in place."""
-        self._put({"top": top})
+    def commit(self) -> None:
+        """Put the entry in its place (a failure abandons it)."""
         if self._stream is None:
             return
         try:
@@ -204,7 +197,7 @@ class Writer:
             self.abandon()
 
     def abandon(self) -> None:
-        """Leave no entry behind (a parse that failed, or data JSON cannot hold)."""
+        """Leave no entry behind."""
         if self._stream is not None:
             with contextlib.suppress(OSError):
                 self._stream.close()
@@ -213,6 +206,46 @@ class Writer:
             with contextlib.suppress(OSError):
                 os.unlink(self._tmp)
             self._tmp = ""
+
+
+class Writer:
+    """An entry written case by case while the file is parsed; put in place by ``finish``.
+
+    Quietly nothing if the folder cannot be written or JSON cannot hold a
+    value exactly (e.g. ``{1: x}`` would come back as ``{"1": x}``).
+    """
+
+    def __init__(self, path: Path, key: str) -> None:
+        self._entry = EntryFile(_entry_path(path),
+                                orjson.dumps({"format": FORMAT, "key": key}) + b"\n")
+
+    def _put(self, value: Any) -> None:
+        if not self._entry.open:
+            return
+        try:
+            # orjson: a tenth of the standard library's time on a first load. What it
+            # refuses (a key that is no string, an integer past 64 bits) or writes in a
+            # form that does not come back (NaN as null) leaves the file unkept.
+            text = orjson.dumps(value)
+            if orjson.loads(text) != value:
+                raise ValueError("not kept exactly")
+        except (TypeError, ValueError, RecursionError, orjson.JSONEncodeError):
+            self.abandon()
+            return
+        self._entry.write(text + b"\n")
+
+    def add(self, data: Any, line: int | None, lines: list[int | None]) -> None:
+        """Keep one more case: its data, its line, and its assertions' lines."""
+        self._put([line, lines, data])
+
+    def finish(self, top: dict[str, Any]) -> None:
+        """Keep the other top-level keys and put the entry in place."""
+        self._put({"top": top})
+        self._entry.commit()
+
+    def abandon(self) -> None:
+        """Leave no entry behind (a parse that failed, or data JSON cannot hold)."""
+        self._entry.abandon()
 
 
 def writer(path: Path, key: str) -> Writer | None:

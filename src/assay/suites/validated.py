@@ -45,11 +45,8 @@ lines before it, so an entry cut short or damaged is a miss.
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,9 +162,6 @@ class Writer:
 
     def __init__(self, path: Path, key: str) -> None:
         self._file = str(path)
-        self._target = _entry_path(path)
-        self._stream: IO[bytes] | None = None
-        self._tmp = ""
         self._lines = hashlib.sha256()
         self._count = 0
         #: The line being written, ``[[row, …], facets]`` once ended, and its cases' digests.
@@ -177,19 +171,14 @@ class Writer:
         #: and the digest of each fixture and workspace the cases named.
         self.top: dict[str, Any] | None = None
         self.fixtures: dict[str, str] = {}
-        try:
-            self._target.parent.mkdir(parents=True, exist_ok=True)
-            fd, self._tmp = tempfile.mkstemp(dir=self._target.parent, prefix=".entry-")
-            self._stream = os.fdopen(fd, "wb")
-            self._stream.write(orjson.dumps({"format": FORMAT, "key": key}) + b"\n")
-        except OSError:
-            self.abandon()
+        self._entry = cache.EntryFile(_entry_path(path),
+                                      orjson.dumps({"format": FORMAT, "key": key}) + b"\n")
 
     def add(self, row: tuple[Any, ...] | None, written: Sequence[Any], digests: bytes) -> None:
         """Keep one more public case: its values (``model.packed.row_of``), its assertions'
         arguments as written (``make_cases(args=…)``) and its facet digests (``PACKED``
         bytes, ``facets.packed_digests``)."""
-        if self._stream is None:
+        if not self._entry.open:
             return
         try:
             values = self._row(row, written)
@@ -208,13 +197,11 @@ class Writer:
             self._end_line()
 
     def _end_line(self) -> None:
-        if self._stream is None or not self._digests:
+        if not self._entry.open or not self._digests:
             return
         self._line += b'],"' + base64.b64encode(self._digests) + b'"]\n'
-        try:
-            self._stream.write(self._line)
-        except OSError:
-            self.abandon()
+        self._entry.write(self._line)
+        if not self._entry.open:
             return
         self._lines.update(self._line)
         self._count += len(self._digests) // PACKED
@@ -255,7 +242,7 @@ class Writer:
         """Put the entry in place: the load succeeded with this suite digest, made with a
         body whose digest is ``body``."""
         self._end_line()
-        if self._stream is None or self.top is None:
+        if not self._entry.open or self.top is None:
             self.abandon()
             return
         try:
@@ -264,24 +251,15 @@ class Writer:
             text = orjson.dumps({"end": end}, option=_OPTIONS)
             if orjson.loads(text) != {"end": end}:
                 raise _Unkept("not given back exactly")
-            self._stream.write(text + b"\n")
-            self._stream.close()
-            self._stream = None
-            os.replace(self._tmp, self._target)
-            self._tmp = ""
-        except (_Unkept, orjson.JSONEncodeError, TypeError, ValueError, OSError):
+        except (_Unkept, orjson.JSONEncodeError, TypeError, ValueError):
             self.abandon()
+            return
+        self._entry.write(text + b"\n")
+        self._entry.commit()
 
     def abandon(self) -> None:
         """Leave no entry behind (a load that failed, or a value JSON cannot hold)."""
-        if self._stream is not None:
-            with contextlib.suppress(OSError):
-                self._stream.close()
-            self._stream = None
-        if self._tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(self._tmp)
-            self._tmp = ""
+        self._entry.abandon()
 
 
 def writer(path: Path, key: str) -> Writer | None:

@@ -31,6 +31,7 @@ interrupt, or the end of the run).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import math
 import queue
@@ -197,10 +198,9 @@ class Lane(Generic[ItemT]):
 
     def _wake(self) -> None:
         """Ask the loop for one hand-over; later posts ride along with it."""
-        try:
+        # A loop that is gone (RuntimeError) has nobody waiting for these any more.
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._hand_over)
-        except RuntimeError:  # the loop is gone: nobody waits for these any more
-            pass
 
     def _hand_over(self) -> None:
         """On the loop: the jobs posted since the last hand-over, to ``deliver``."""

@@ -18,7 +18,6 @@ same values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -165,13 +164,3 @@ class PlainCase:
         if self.facets:
             found["facets"] = self.facets
         return found
-
-
-def case_model(case: PlainCase | CaseResult) -> CaseResult:
-    """A case as the model, whichever it was made as."""
-    return case if isinstance(case, CaseResult) else case.to_model()
-
-
-def opinions_of(opinions: Mapping[int, list[Any]] | None) -> dict[int, list[Any]]:
-    """A trial's opinions as a record keeps them (a dict of its own)."""
-    return dict(opinions) if opinions else {}

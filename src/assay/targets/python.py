@@ -180,20 +180,26 @@ class PythonTarget:
     def _args(self, request: TrialRequest, tools: Tools) -> tuple[Any, ...]:
         return (request.case.input, tools) if self._takes_tools else (request.case.input,)
 
-    async def run(self, request: TrialRequest) -> Trace:
-        """One call of the agent; its exceptions are the trial's, not the battery's."""
+    def _begin(self, request: TrialRequest,
+               spans: Any = None) -> tuple[Tools, float, io.StringIO, Recorder]:
+        """A trial's tools, start time, print buffer and wire recorder, with what it has
+        recorded kept as its trace should it hang (``request.partial``)."""
         tools = Tools(request.tools, request.fixture, request.workspace)
         started = time.perf_counter()
-        status: Status = "ok"
-        error: str | None = None
-        output: Any = None
         buffer = io.StringIO()
         recorder = Recorder(started)
-        spans = self._spans.open_trial() if self._spans is not None else None
-        # Should the agent hang, its calls so far are the trial's record.
         request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
                                                  "timeout", None, started, buffer,
                                                  tools.tool_calls, recorder, spans))
+        return tools, started, buffer, recorder
+
+    async def run(self, request: TrialRequest) -> Trace:
+        """One call of the agent; its exceptions are the trial's, not the battery's."""
+        spans = self._spans.open_trial() if self._spans is not None else None
+        tools, started, buffer, recorder = self._begin(request, spans)
+        status: Status = "ok"
+        error: str | None = None
+        output: Any = None
         answered = False  # the agent returned or ended the trial itself
         talk = conversation(request)
         if talk is None and self._talker is not None:  # a single question: a one-turn talk
@@ -267,16 +273,10 @@ class PythonTarget:
         prints to the trial's buffer, its HTTP exchanges to the trial's
         recorder — and what it raises ends the trial as in ``run``.
         """
-        tools = Tools(request.tools, request.fixture, request.workspace)
-        started = time.perf_counter()
+        tools, started, buffer, recorder = self._begin(request)
         status: Status = "ok"
         error: str | None = None
         output: Any = None
-        buffer = io.StringIO()
-        recorder = Recorder(started)
-        request.partial.keep(lambda: self._trace(request, tools, list(tools.events), None,
-                                                 "timeout", None, started, buffer,
-                                                 tools.tool_calls, recorder))
         try:
             output = contextvars.copy_context().run(self._call_here, request, tools, buffer,
                                                     recorder)

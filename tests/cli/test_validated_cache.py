@@ -32,16 +32,17 @@ def _project(project):
     project.write("evals/agent.py", AGENT)
     project.write("evals/graders/ok.py", "print('{\"outcome\": \"pass\"}')\n")
     project.write("evals/s.suite.yaml", SUITE)
-    # Made beforehand: in a fresh folder the store's writer process makes .assay/ while the
-    # suite loads, and an entry is kept only where .assay/ already is when the load asks.
-    (project.root / ".assay").mkdir()
+    # No .assay/ yet: the first run in a new folder makes it before the suites load.
+    assert not (project.root / ".assay").exists()
 
 
 def test_a_rerun_reads_the_kept_cases_and_reports_alike(project):
     _project(project)
     first = project.assay("run", "--json", "r1.json")
     assert first.code == 0, first.out + first.err
+    # Kept by the first run itself, not only from the second on.
     assert len(list((project.root / ".assay/cache/cases").glob("*.json"))) == 1
+    assert len(list((project.root / ".assay/cache/suites").glob("*.json"))) == 1
     again = project.assay("run", "--json", "r2.json")
     assert again.code == 0, again.out + again.err
     one, two = (json.loads((project.root / name).read_text()) for name in ("r1.json", "r2.json"))

@@ -337,3 +337,19 @@ def test_connections_switching_one_new_file_to_wal_at_once_all_succeed(tmp_path:
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_the_default_stores_folder_is_made_before_the_writer_forks(tmp_path, monkeypatch):
+    """The suites load while the writer starts, and keep their caches only where ``.assay/``
+    already is: the folder must be there when ``start_writer`` returns, not when the writer
+    process (after importing its database libraries) gets round to it."""
+    from assay.store.runs.recorder_process import start_writer
+
+    monkeypatch.chdir(tmp_path)
+    sink = start_writer(None)
+    try:
+        assert (tmp_path / ".assay").is_dir()
+        sink.ready()
+    finally:
+        sink.stop()
+    assert (tmp_path / ".assay" / "assay.db").is_file()

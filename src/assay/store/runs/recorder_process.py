@@ -21,6 +21,7 @@ import multiprocessing
 import signal
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import AssayError, HarnessFailure, UsageError
@@ -44,6 +45,12 @@ def fork_available() -> bool:
 
 def start_writer(url: str | None) -> ProcessSink:
     """Fork the writer for the store at ``url`` (None: the default store)."""
+    if not url:
+        # The default store's folder is made here, before the fork, as open_store
+        # would: the suites load meanwhile and keep their caches only where
+        # ``.assay/`` is, so a first run in a new folder keeps them too instead
+        # of racing the writer for it.
+        Path(".assay").mkdir(exist_ok=True)
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(child, parent, url), name="assay-writer",

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay.canonical import digest
 from assay.checks.registry import REGISTRY, Check, register
@@ -84,3 +86,34 @@ def test_the_unreported_usage_is_recorded_as_pydantic_writes_it() -> None:
     spent = fold_trial(1, [], reason="x", broken=True, usage=Usage(input_tokens=3))
     assert trial_record("c", "public", silent).usage == UNREPORTED_USAGE
     assert trial_record("c", "public", spent).usage == Usage(input_tokens=3).model_dump_json()
+
+
+@settings(max_examples=300, deadline=None)
+@given(case_id=st.text() | st.builds(lambda a, b: a + "\ud800" + b, st.text(), st.text()),
+       n=st.integers(min_value=1, max_value=2**31),
+       outcome=st.sampled_from(["pass", "fail", "broken", "inconclusive"]),
+       verdicts=st.lists(st.text(), max_size=3),
+       trace=st.none() | st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+def test_a_trial_verdict_body_is_its_contents_jcs_or_refused_alike(case_id, n, outcome,
+                                                                    verdicts, trace):
+    """The ledger's trial-verdict content is written by orjson on the writer's hot path:
+    byte for byte the JCS of the same content, and what JCS refuses (a lone surrogate) is
+    refused as JCS refuses it."""
+    from assay.canonical import canonical
+    from assay.errors import HarnessFailure
+    from assay.store.runs.record import _trial_verdict_body
+    from assay.store.runs.trials import TrialRecord
+
+    digest = None if trace is None else "sha256:" + trace
+    record = TrialRecord(case_id, "public", n, outcome, None, 0.5, "{}",
+                         tuple(("a", "equals", "output", v, "observed", "", "", None, None)
+                               for v in verdicts), None)
+    content = {"run_id": "r-1", "case_id": case_id, "n": n, "outcome": outcome,
+               "verdicts": verdicts, "trace": digest}
+    try:
+        want = canonical(content)
+    except (HarnessFailure, ValueError, UnicodeError) as refused:
+        with pytest.raises(type(refused)):
+            _trial_verdict_body("r-1", record, digest)
+        return
+    assert _trial_verdict_body("r-1", record, digest) == want

@@ -9,10 +9,10 @@ process (``store.runs.recorder_process``) calls them on the other side of a pipe
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from sqlalchemy.engine import Connection
 
 from ...canonical import canonical, digest_bytes
@@ -37,11 +37,11 @@ def _trial_verdict_body(run_id: str, record: TrialRecord, trace: str | None) -> 
                "outcome": record.outcome, "verdicts": [v[3] for v in record.verdicts],
                "trace": trace}
     try:
-        # Every key is ASCII and every value a string, a small int or a list of
-        # strings: the C encoder writes these exactly as JCS does.
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":"),
-                          sort_keys=True).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate in a case id: let JCS refuse it properly
+        # Every key is ASCII and every value a string, a small int, None or a list of
+        # strings: orjson with sorted keys writes these exactly as JCS does (a property
+        # test holds the two equal), ten times faster than the standard library.
+        return orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # a lone surrogate in a case id: let JCS refuse it properly
         return canonical(content)
 
 

@@ -51,7 +51,7 @@ def rejudge(run_id: str, judge: str | None, judge_base_url: str | None,
 
     from ..engine.rejudge import rejudge_run
     from ..engine.runs import RunSettings
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
     from ..reports.progress import TerminalWatcher
     from .run import RunOptions, _exit, _report
 

@@ -243,7 +243,7 @@ def _exit(code: int) -> None:
 def _settings(options: RunOptions, window: Window | None) -> RunSettings:
     from ..engine.runs import RunSettings
     from ..grading.adaptive import DEFAULT_MAX_TRIALS
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
 
     judges = JudgeOptions(judge=options.judge, base_url=options.judge_base_url,
                           concurrency=options.concurrency, cache=options.judge_cache)

@@ -39,7 +39,7 @@ from ..store.runs.trials import Sink
 from . import collector
 
 if TYPE_CHECKING:
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
     from ..model import Report
     from ..store.runs.trials import Holder
     from ..suites import LoadedSuite
@@ -437,7 +437,7 @@ def judge_options(settings: RunSettings) -> JudgeOptions:
     """Who judges this run's quality checks: the given options, priced, at its concurrency."""
     from dataclasses import replace
 
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
     from ..targets.prices import load_prices
 
     given = settings.judges or JudgeOptions()
@@ -453,13 +453,15 @@ def _check_judges(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetting
     Checked before anything runs: a missing judge is a usage error now, not
     a battery of inconclusive trials later.
     """
-    from ..judging.panel import Panel, suite_asks_opinions
+    from ..judging.opinion import suite_asks_opinions
 
     seen: set[int] = set()
     for item, _ in plans:
         if id(item) in seen or not suite_asks_opinions(item.suite.cases):
             continue
         seen.add(id(item))
+        from ..judging.panel import Panel
+
         Panel(item.suite, judge_options(settings))
     if not seen and settings.judges is not None and settings.judges.judge is not None:
         # A flag that would silently do nothing is refused (EXAMPLES: refuse with the reason).
@@ -561,9 +563,11 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                              keep_workspaces=settings.keep_workspaces)
     resume = recording.resume if recording is not None else None
     panel = None
-    from ..judging.panel import Panel, suite_asks_opinions
+    from ..judging.opinion import suite_asks_opinions
 
     if suite_asks_opinions(item.suite.cases):
+        from ..judging.panel import Panel
+
         panel = Panel(item.suite, judge_options(settings))
     users = None
     if item.simulated_case is not None and not replayed:  # a rejudge replays its turns

@@ -8,7 +8,7 @@ opinions again rather than asking anyone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +16,28 @@ from ..targets.backoff import Wait
 from .answers import REFUSED, JudgeAnswer, ScoreAnswer, read_judge, read_score
 
 if TYPE_CHECKING:
+    from ..model import Case
     from ..model.result import Outcome
 
 #: The checks whose verdicts are read from opinions: what a panel asks judges (or the
 #: local model) about. ``checks.quality`` declares these names and no others.
 OPINION_CHECKS = frozenset({"judge", "rubric", "similar"})
+
+
+# Here, not in ``panel``: a run asks these of every suite, and a suite nobody judges
+# should not import the panel's clients and caches to learn that.
+def asks_opinions(case: Case) -> bool:
+    """Whether any of the case's assertions is read from opinions."""
+    return any(a.check in OPINION_CHECKS for a in case.expect)
+
+
+def suite_asks_opinions(cases: Sequence[Case]) -> bool:
+    """Whether any case asks opinions (packed cases are read by their check names only)."""
+    from ..model.packed import PackedCases
+
+    if not isinstance(cases, PackedCases):
+        return any(asks_opinions(case) for case in cases)
+    return any(name in OPINION_CHECKS for names in cases.checks() for name in names)
 
 
 @dataclass(frozen=True, slots=True)

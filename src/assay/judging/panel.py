@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,31 +37,12 @@ from ..errors import UsageError
 from ..model import Assertion, Case, Suite, Trace
 from ..model.values import select
 from ..targets.call_cache import CallCache
-from ..targets.prices import PriceTable
 from .client import DEFAULT_TIMEOUT_S, JudgeSettings, ask, make_client
 from .judges import ENV_BASE_URL, ENV_JUDGE, JudgeRef, resolve_judge
 from .opinion import OPINION_CHECKS, Opinion
+from .options import JudgeOptions
 from .python_judge import Caller, PythonJudge, inputs_of
 from .templates import as_text, default_template, prompt_digest, render
-
-
-@dataclass(frozen=True)
-class JudgeOptions:
-    """Which judge, where, and how: the command line's and the environment's word."""
-
-    #: ``--judge``: overrides ``ASSAY_JUDGE`` and the suite's ``judge:``.
-    judge: str | None = None
-    #: ``--judge-base-url``: the OpenAI-compatible server (else ``ASSAY_JUDGE_BASE_URL``).
-    base_url: str | None = None
-    #: Calls to judges in flight at once.
-    concurrency: int = 8
-    #: ``judge_timeout_s`` for every call, overriding the suite's.
-    timeout_s: float | None = None
-    #: Serve repeated questions from the judge cache (``--no-judge-cache`` turns it off).
-    cache: bool = True
-    cache_root: Path | None = None
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    prices: PriceTable | None = None
 
 
 @dataclass(frozen=True)
@@ -74,20 +54,6 @@ class _Question:
     prompt_digest: str
     #: What a ``python:`` judge is given beside the prompt (None for any other judge).
     inputs: Mapping[str, Any] | None = None
-
-
-def asks_opinions(case: Case) -> bool:
-    """Whether any of the case's assertions is read from opinions."""
-    return any(a.check in OPINION_CHECKS for a in case.expect)
-
-
-def suite_asks_opinions(cases: Sequence[Case]) -> bool:
-    """Whether any case asks opinions (packed cases are read by their check names only)."""
-    from ..model.packed import PackedCases
-
-    if not isinstance(cases, PackedCases):
-        return any(asks_opinions(case) for case in cases)
-    return any(name in OPINION_CHECKS for names in cases.checks() for name in names)
 
 
 class Panel:

@@ -56,7 +56,7 @@ from .answers import REFUSED
 from .client import DEFAULT_TIMEOUT_S, JudgeSettings, ask_chat, make_client
 from .judges import ENV_BASE_URL
 from .opinion import Opinion
-from .panel import JudgeOptions
+from .options import JudgeOptions
 
 #: Bumped whenever ``USER_TEMPLATE`` or ``OPENING`` changes in a way that changes what
 #: the simulator is asked; both texts are in the digest either way.

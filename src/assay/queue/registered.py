@@ -39,7 +39,7 @@ def load_registered(stored: OpenRun, workers: int) -> tuple[LoadedSuite, RunSett
     """
     from ..engine.runs import RunSettings
     from ..grading.adaptive import DEFAULT_MAX_TRIALS
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
     from ..suites import discover
 
     queued = queue_options(stored)
@@ -101,7 +101,8 @@ def battery_options(settings: RunSettings) -> BatteryOptions:
 def make_panel(loaded: LoadedSuite, settings: RunSettings) -> Panel | None:
     """The run's judges, when its suite asks opinions."""
     from ..engine.runs import judge_options
-    from ..judging.panel import Panel, asks_opinions
+    from ..judging.opinion import asks_opinions
+    from ..judging.panel import Panel
 
     if not any(asks_opinions(case) for case in loaded.suite.cases):
         return None

@@ -142,7 +142,7 @@ def settings_of(schedule: Schedule, start: str, workers: int) -> Any:
     from ..engine.runs import RunSettings
     from ..engine.windows import Window
     from ..grading.adaptive import DEFAULT_MAX_TRIALS
-    from ..judging.panel import JudgeOptions
+    from ..judging.options import JudgeOptions
 
     chosen = schedule.options
     moment = datetime.fromisoformat(start.replace("Z", "+00:00")).astimezone(UTC)

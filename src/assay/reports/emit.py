@@ -33,18 +33,24 @@ class ReportFiles:
     markdown: Path | None = None
 
 
+def _write_junit(reports: list[Report], path: Path) -> None:
+    from .junit import write_junit  # its XML libraries only for the runs that ask for it
+
+    write_junit(reports, path)
+
+
 def emit(reports: list[Report], files: ReportFiles, out: Console, err: Console) -> bool:
     """Write each file asked for, then print each run and, for several, the side-by-side table.
 
     ``reports`` are already redacted. Returns False when any reporter failed.
     """
-    from . import write_json, write_junit, write_markdown
+    from . import write_json, write_markdown
     from .terminal import print_report, print_side_by_side
 
     jobs: list[tuple[str, Callable[[], None]]] = []
     if files.json is not None:
         jobs.append((f"--json {files.json}", partial(write_json, reports, files.json)))
-    for flag, path, write in (("--junit", files.junit, write_junit),
+    for flag, path, write in (("--junit", files.junit, _write_junit),
                               ("--markdown", files.markdown, write_markdown)):
         if path is not None:
             jobs.append((f"{flag} {path}", partial(write, reports, path)))

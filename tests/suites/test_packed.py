@@ -15,8 +15,9 @@ from pydantic import TypeAdapter
 
 from assay.canonical import digest, file_digest
 from assay.errors import SuiteError
+from assay.judging.opinion import suite_asks_opinions
 from assay.model import Assertion, Case, Suite
-from assay.model.packed import PackedCases
+from assay.model.packed import PackedCases, row_of
 from assay.store.runs.documents import stored_suite_json, stored_suite_pieces
 from assay.suites import LoadedSuite, load_suite_file
 from assay.suites import loader as suite_loader
@@ -52,6 +53,15 @@ def test_a_packed_case_reads_back_as_it_was(items: list[Any]) -> None:
     assert packed.get(0) is not packed.get(0)
     with pytest.raises(IndexError):
         packed[len(cases)]
+    # The checks a suite names, kept as it is packed: from cases, and from rows (the
+    # validated-case cache's way in); whether it is judged is read from them.
+    named = {a.check for c in cases for a in c.expect}
+    from_rows = PackedCases()
+    for case in cases:
+        from_rows.append_row(row_of(case))  # type: ignore[arg-type]
+    assert packed.check_names() == from_rows.check_names() == named
+    assert suite_asks_opinions(packed) == suite_asks_opinions(cases) \
+        == bool(named & {"judge", "rubric", "similar"})
 
 
 def test_a_value_pickle_keeps_but_json_does_not_reads_back_exactly() -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import HarnessFailure, UsageError
+from ..errors import AssayError, HarnessFailure, UsageError
 from ..grading.adaptive import DEFAULT_MAX_TRIALS
 from ..store.runs.trials import Sink
 from . import collector
@@ -170,6 +170,18 @@ class _Recording:
     #: The identity a resumed run registered ({} for runs registered before identities).
     identity: dict[str, str] = field(default_factory=dict)
     target_digest: str | None = None
+    #: Waits until the store is open (``OpenSink.ready``), asked once the battery is made
+    #: and just before it starts: the writer process opens the store meanwhile.
+    ready: Callable[[], None] | None = None
+
+
+class _NotReady(Exception):  # noqa: N818 - carries the store's own error, raised as it is
+    """The store could not be opened: ``failure`` stops everything, as it would have before
+    the battery was made, not just this run (``_run_one`` raises it as it is)."""
+
+    def __init__(self, failure: AssayError) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
 
 
 class OpenSink(Sink, Protocol):
@@ -229,8 +241,10 @@ def run_suites(load: Callable[[], Sequence[LoadedSuite]], targets: Sequence[str]
             sink = open_sink(db)
         try:
             plans = checked_plans(load, targets, settings, watcher)
-            sink.ready()
-            return _run_all(plans, settings, watcher, sink)
+            # Not waited for here: each run waits once its battery is made (_Recording.ready),
+            # so that making it (its target, its registration's parts) overlaps the writer
+            # process's start, which a warm suite load no longer hides.
+            return _run_all(plans, settings, watcher, sink, ready=sink.ready)
         finally:
             sink.stop()
     finally:
@@ -509,11 +523,11 @@ def _check_adaptive(plans: Sequence[tuple[LoadedSuite, str]], settings: RunSetti
 
 
 def _run_all(plans: list[tuple[LoadedSuite, str]], settings: RunSettings, watcher: Watcher,
-             sink: Sink | None) -> list[RunResult]:
+             sink: Sink | None, *, ready: Callable[[], None] | None = None) -> list[RunResult]:
     results = []
     for item, uri in plans:
         result = _run_one(item, uri, settings, watcher,
-                          _Recording(sink) if sink is not None else None)
+                          _Recording(sink, ready=ready) if sink is not None else None)
         results.append(result)
         if result.interrupted:
             break
@@ -527,6 +541,8 @@ def _run_one(item: LoadedSuite, uri: str, settings: RunSettings, watcher: Watche
     result = RunResult(suite_id=item.suite.id, target_uri=uri)
     try:
         asyncio.run(_battery(item, uri, settings, watcher, recording, result, target))
+    except _NotReady as not_ready:
+        raise not_ready.failure from None
     except HarnessFailure as failure:
         result.harness_failure = str(failure)
     except WindowTaken as taken:
@@ -610,6 +626,12 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
 
         if resume is None:
             writer.prepare(item)
+        if recording.ready is not None:
+            try:
+                recording.ready()
+            except AssayError as failure:
+                writer.discard()
+                raise _NotReady(failure) from None
         battery.on_start = on_start
         battery.on_result = writer.record
     # An adaptive battery's total is known only at its end.

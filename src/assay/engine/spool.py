@@ -19,7 +19,7 @@ import tempfile
 from abc import abstractmethod
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar, overload
+from typing import IO, Any, TypeVar, overload
 
 from pydantic_core import PydanticSerializationError
 
@@ -31,6 +31,9 @@ from ..model.result import CaseResult, HoldoutResult, Report
 OUTCOMES = ("pass", "fail", "inconclusive", "broken")
 _SCORED = 1
 _TRIAL = 2
+#: The spool's write buffer: a flush is a system call that lets the lane's threads take
+#: the GIL from the loop, so it should come every few hundred cases, not every dozen.
+_BUFFER = 256 * 1024
 
 
 _T = TypeVar("_T", CaseResult, CaseResult | HoldoutResult)
@@ -78,7 +81,7 @@ class CaseSpool(_ReadBack[CaseResult]):
     """``size`` case results by position, each ``put`` once, kept as JSON in a temporary file."""
 
     def __init__(self, size: int) -> None:
-        self._file = tempfile.TemporaryFile(prefix="assay-cases-")
+        self._file: IO[bytes] = tempfile.TemporaryFile(prefix="assay-cases-", buffering=_BUFFER)
         self._start = array("q", [-1]) * size
         self._length = array("q", [0]) * size
         #: Per position, 1 for a hidden case (its redacted view names it holdout-N).

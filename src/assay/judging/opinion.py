@@ -37,7 +37,7 @@ def suite_asks_opinions(cases: Sequence[Case]) -> bool:
 
     if not isinstance(cases, PackedCases):
         return any(asks_opinions(case) for case in cases)
-    return any(name in OPINION_CHECKS for names in cases.checks() for name in names)
+    return not OPINION_CHECKS.isdisjoint(cases.check_names())
 
 
 @dataclass(frozen=True, slots=True)

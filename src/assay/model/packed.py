@@ -167,14 +167,25 @@ class PackedCases(Sequence[Case]):
         self._files: list[str | None] = []
         self._file_index: dict[str | None, int] = {}
         self._recent: dict[int, Case] = {}
+        #: Every check an assertion of a packed case names (asked of a whole suite at once).
+        self._check_names: set[str] = set()
         self.extend(cases)
 
     # ----------------------------------------------------------------- writing
 
     def append(self, case: Case, row: tuple[Any, ...] | None = None) -> None:
         """Pack one more case at the end (``row``: its ``row_of``, if made already)."""
-        packed = self._pack_row(row) if row is not None else \
-            self._pickle(_values(case, self._file) or (None, case))
+        if row is not None:
+            packed = self._pack_row(row)
+        else:
+            values = _values(case, self._file)
+            if values is None:
+                self._check_names.update(a.check for a in case.expect)
+                packed = self._pickle((None, case))
+            else:
+                self._check_names.update(inner[_ASSERTION_CHECK]
+                                         for inner in values[_CASE_EXPECT])
+                packed = self._pickle(values)
         self._add(packed, case.split == "hidden")
 
     def append_row(self, row: Sequence[Any]) -> None:
@@ -210,8 +221,10 @@ class PackedCases(Sequence[Case]):
     def _pack_row(self, row: Sequence[Any]) -> bytes:
         """A ``row_of`` row's pickle, its files named by their place in ``_files``."""
         expect = []
+        names = self._check_names
         for inner in row[_CASE_EXPECT]:
             values = list(inner)
+            names.add(values[_ASSERTION_CHECK])
             values[_ASSERTION_FILE] = self._file(values[_ASSERTION_FILE])
             expect.append(tuple(values))
         values = list(row)
@@ -273,11 +286,9 @@ class PackedCases(Sequence[Case]):
         for row in self._rows():
             yield row[1].trials if row[0] is None else row[_CASE_TRIALS]
 
-    def checks(self) -> Iterator[list[str]]:
-        """Each case's assertions' check names, in order, without making the cases."""
-        for row in self._rows():
-            yield [a.check for a in row[1].expect] if row[0] is None else \
-                [inner[_ASSERTION_CHECK] for inner in row[_CASE_EXPECT]]
+    def check_names(self) -> frozenset[str]:
+        """Every check named by an assertion of any case, without reading a case."""
+        return frozenset(self._check_names)
 
     def assertion_files(self) -> Iterator[tuple[str, list[str | None]]]:
         """Each case's id and the file of each of its assertions, without making the cases."""

@@ -729,3 +729,39 @@ def test_ask_tools_is_a_list_of_tool_names(
     path = write("a.suite.yaml", f"suite: a/b@1\nask_tools: {value}\ncases: []\n")
     err = refused(path)
     assert (err.line, err.message) == (line_of(path, "ask_tools:"), message)
+
+
+@pytest.mark.parametrize(("where", "text", "needle"), [
+    ("suite", "timeout_s: .inf\n", "timeout_s:"),
+    ("case", "", "input: 123456789012345678901234567890"),
+    ("assertion", "", "equals: -9007199254740993"),
+])
+def test_a_number_no_record_can_hold_is_refused_at_its_line(
+        write, refused, line_of, where: str, text: str, needle: str) -> None:
+    """YAML reads an infinity or a 30-digit integer; the run's digests (RFC 8785) cannot
+    hold one. It was a traceback from the digest; it is the file, the line and why."""
+    body = {"suite": "", "case": "    input: 123456789012345678901234567890\n",
+            "assertion": ""}[where]
+    expect = "[{equals: -9007199254740993}]" if where == "assertion" else "[{equals: hi}]"
+    path = write("evals/s.suite.yaml",
+                 f"suite: t/num@1\n{text}cases:\n  - id: ok\n    input: hi\n"
+                 f"    expect: [{{equals: hi}}]\n  - id: odd\n"
+                 f"{body or '    input: hi' + chr(10)}    expect: {expect}\n")
+    error = refused(path)
+    assert error.file == str(path)
+    want = line_of(path, needle) if where == "suite" else line_of(path, "id: odd")
+    assert error.line == want
+    assert "cannot keep exactly" in str(error)
+    assert (where == "suite") == ("timeout_s" in str(error))
+    assert (where != "suite") == ("case 'odd'" in str(error))
+
+
+def test_a_hidden_case_with_such_a_number_is_refused_without_its_content(
+        write, refused) -> None:
+    write("evals/hidden/h.yaml", "id: CANARY-7e1\ninput: 123456789012345678901234567890\n"
+                                 "expect: [{equals: CANARY-7e2}]\n")
+    path = write("evals/s.suite.yaml", "suite: t/num@1\nhidden: hidden/\ncases:\n"
+                                       "  - id: ok\n    input: hi\n    expect: [{equals: hi}]\n")
+    error = str(refused(path))
+    assert "(details withheld: hidden case)" in error
+    assert "CANARY" not in error and "1234567890" not in error

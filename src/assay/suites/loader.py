@@ -655,9 +655,16 @@ class _Digests:
                                       strict=True):
                 split = case.split
                 sink = self._hidden if split == "hidden" else self._public
+                try:
+                    text = canonical(identity)
+                except ValueError as exc:  # JCS has no infinity, NaN or integer past 2**53
+                    raise Problem(case.file or str(self._path), _line_of(case),
+                                   secret=split == "hidden")(
+                        [], f"case {case.id!r}: {_UNRECORDABLE} ({exc})",
+                        _UNRECORDABLE) from None
                 if self._counts[split]:
                     sink.update(b",")
-                sink.update(canonical(identity))
+                sink.update(text)
                 self.case_digests += packed_digests(identity)
                 self._counts[split] += 1
                 self.note(case)
@@ -696,7 +703,16 @@ class _Digests:
         From the validated-case cache, the digest kept with it, if the body is
         the one it was made with (else ``validated.Miss``: the file loads in full).
         """
-        text = canonical(body)
+        try:
+            text = canonical(body)
+        except ValueError:  # a suite-level value JCS cannot write: name its key
+            for key, value in body.items():
+                try:
+                    canonical(value)
+                except ValueError as exc:
+                    raise SuiteError(str(self._path), _key_line(self._path, key),
+                                     f"{key}: {_UNRECORDABLE} ({exc})") from None
+            raise
         self.body = hashlib.sha256(text).hexdigest()
         if self._hit is not None:
             if self.body != self._hit.body:
@@ -735,6 +751,11 @@ def _skill_uses(cases: Sequence[Case], default: Path | None, path: Path) -> tupl
                              "case's workspace (details withheld: hidden case)")
         uses.append(SkillUse(case, invocation, found.hosts, found.found))
     return tuple(uses)
+
+
+#: Why a value is refused that loads as YAML but that no record could hold exactly.
+_UNRECORDABLE = ("holds a number the run's record cannot keep exactly (its digests are "
+                 "RFC 8785 JSON: no infinity, no NaN, integers within ±2**53)")
 
 
 def _case_problem(case: Case, path: Path) -> Problem:

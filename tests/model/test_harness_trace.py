@@ -12,7 +12,7 @@ import hypothesis.strategies as st
 from hypothesis import given, settings
 
 from assay.model import Event, Evidence, Trace, Usage
-from assay.model.trace import harness_trace, message_event
+from assay.model.trace import harness_trace, message_event, no_usage
 
 # Every code point: lone surrogates (st.text leaves them out by default), NUL, controls.
 texts = st.text(alphabet=st.characters(exclude_categories=()), max_size=20)
@@ -66,3 +66,11 @@ def test_a_message_event_is_the_validated_event(text: str | None) -> None:
     assert made == validated
     assert made.model_fields_set == validated.model_fields_set
     assert made.model_dump_json() == validated.model_dump_json()
+
+
+def test_no_usage_is_the_validated_empty_usage() -> None:
+    made, validated = no_usage(), Usage()
+    assert made == validated and made is not no_usage()
+    assert made.model_fields_set == validated.model_fields_set == set()
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.tokens is None and made.add(Usage(input_tokens=3)) == Usage(input_tokens=3)

@@ -25,6 +25,7 @@ from typing import Any, overload
 
 from pydantic import BaseModel
 
+from .restore import restored
 from .suite import Assertion, Case, Split
 
 #: Cases per block: one ``bytes`` each, so the packed form costs no object per case.
@@ -89,20 +90,8 @@ class Layout:
         if names is None:
             names = self._sets[given] = frozenset(
                 name for i, name in enumerate(self.names) if given >> i & 1)
-        model = _new(self.model)
-        _set_dict(model, values)
-        _set_fields_set(model, set(names))
-        _set_extra(model, None)
-        _set_private(model, None)
-        return model
+        return restored(self.model, values, set(names))
 
-
-#: The slots of a pydantic model (``BaseModel.__slots__``), set as ``__setstate__`` sets them.
-_new = object.__new__
-_set_dict = vars(BaseModel)["__dict__"].__set__
-_set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
-_set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
-_set_private = vars(BaseModel)["__pydantic_private__"].__set__
 
 _CASE = Layout(Case)
 _ASSERTION = Layout(Assertion)
@@ -376,8 +365,8 @@ class PackedCases(Sequence[Case]):
         values["expect"] = expect
         values["split"] = "hidden" if row[_CASE_SPLIT] else "public"
         values["file"] = files[row[_CASE_FILE]]
-        restored: Case = _CASE.made(values, row[-1])
-        return restored
+        case_made: Case = _CASE.made(values, row[-1])
+        return case_made
 
     def __repr__(self) -> str:
         return f"PackedCases({len(self)} cases)"

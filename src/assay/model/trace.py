@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .changes import WorkspaceFacts
 from .conversation import SimulatorUse
 from .evidence import Evidence
+from .restore import restored
 from .storable import storable_json, storable_text
 
 Status = Literal["ok", "error", "refused", "timeout"]
@@ -151,21 +152,15 @@ class Trace(BaseModel):
         return self.evidence.get(fact, Evidence.UNAVAILABLE)
 
 
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def _restored(model: type[_M], values: dict[str, Any], given: set[str]) -> _M:
-    """A model from values already made valid: pydantic's own unpickling, without a pickle
-    (as ``model.packed`` restores cases)."""
-    made = object.__new__(model)
-    made.__setstate__({"__dict__": values, "__pydantic_fields_set__": given,
-                       "__pydantic_extra__": None, "__pydantic_private__": None})
-    return made
+def no_usage() -> Usage:
+    """``Usage()``, nothing reported, made without validating (each trial starts with one)."""
+    return restored(Usage, {"input_tokens": None, "output_tokens": None, "cost_usd": None},
+                    set())
 
 
 def message_event(text: str | None) -> Event:
     """``Event(kind="message", text=text)``, made without validating what the harness made."""
-    return _restored(Event, {
+    return restored(Event, {
         "kind": "message", "name": None, "arguments": None, "result": None,
         "text": None if text is None else storable_text(text), "call_id": None,
         "is_error": False, "t": None, "turn": None}, {"kind", "text"})
@@ -183,7 +178,7 @@ def harness_trace(*, output: Any, status: Status, error: str | None, events: lis
     do is what the field validators do, done here: the same values, the same
     fields given, the same JSON (``tests/model/test_harness_trace.py``).
     """
-    return _restored(Trace, {
+    return restored(Trace, {
         "output": storable_json(output), "status": status,
         "error": None if error is None else storable_text(error), "events": list(events),
         "usage": usage, "steps": steps, "settled": settled, "exit_code": None,

@@ -13,6 +13,7 @@ from ..importing import resolve_function
 from ..model import Event, Usage
 from ..model.fixture import FixtureTool, ToolFixture
 from ..model.storable import json_copy
+from ..model.trace import no_usage
 from ..model.values import same
 
 
@@ -112,7 +113,7 @@ class Tools:
         #: The trial's copy of the fixture's state, which handlers change (SPEC §14).
         self.state = FixtureState(fixture)
         self.events: list[Event] = []
-        self.spent = Usage()
+        self.spent = no_usage()
         self._start = time.perf_counter()
         self._calls = 0
 

@@ -384,7 +384,11 @@ class PythonTarget:
         spent = tools.spent
         # The Trace copies both maps as it validates them: shared ones are safe here.
         given = self._given[(spent.tokens is None, spent.cost_usd is None)]
-        facets = self._facets.get(request.case.id)
+        case = request.case
+        # A case with no invocation and no pins adds no facets (``case_facets``): the
+        # target's own, shared (``harness_trace`` copies them), for most cases of a suite.
+        facets = self.facets if case.invocation is None and case.model is None \
+            and case.effort is None else self._facets.get(case.id)
         if facets is None:
             if len(self._facets) >= 1024:  # the cases in flight, not the suite's
                 self._facets.clear()

@@ -105,6 +105,9 @@ class Recorder:
                 return list(self._final)
             self.closed = True
             calls = self._calls
+            if not calls:  # the agent sent nothing (most trials): nothing to fix
+                self._final = []
+                return []
         now = time.perf_counter()
         final = [call.now(now) for call in calls]
         with self._lock:

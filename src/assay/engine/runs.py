@@ -631,6 +631,11 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                 recording.ready()
             except AssayError as failure:
                 writer.discard()
+                # Made for the battery that will not run: let go of their clients now.
+                if panel is not None:
+                    await panel.close()
+                if users is not None:
+                    await users.close()
                 raise _NotReady(failure) from None
         battery.on_start = on_start
         battery.on_result = writer.record

@@ -17,6 +17,7 @@ not (the battery does not wait for them). Each call is one transaction of
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 from collections.abc import Sequence
@@ -49,8 +50,10 @@ def start_writer(url: str | None) -> ProcessSink:
         # The default store's folder is made here, before the fork, as open_store
         # would: the suites load meanwhile and keep their caches only where
         # ``.assay/`` is, so a first run in a new folder keeps them too instead
-        # of racing the writer for it.
-        Path(".assay").mkdir(exist_ok=True)
+        # of racing the writer for it. A folder that cannot be made is the writer's to
+        # report, as it always was (``open_store``).
+        with contextlib.suppress(OSError):
+            Path(".assay").mkdir(exist_ok=True)
     context = multiprocessing.get_context("fork")
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(child, parent, url), name="assay-writer",

@@ -122,6 +122,10 @@ def _zygote(path: str) -> None:
     for name in PRELOAD:
         with contextlib.suppress(Exception):
             __import__(name)
+    with contextlib.suppress(Exception):  # every command's module, imported lazily by the CLI
+        from assay.cli import main
+
+        main.load_all()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)

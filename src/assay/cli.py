@@ -7,41 +7,36 @@ starts fast.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 from typing import Any
 
 import click
 
-from .commands.agent import agent
 from .commands.common import EXIT_HARNESS, EXIT_NOT_PASSED, EXIT_PASSED, EXIT_USAGE
-from .commands.compare import compare
-from .commands.config import config
-from .commands.drift import drift
-from .commands.erase import erase
-from .commands.gate import gate
-from .commands.imports import import_
-from .commands.init import init
-from .commands.judges import judges
-from .commands.ledger import ledger
-from .commands.listing import list_
-from .commands.pairwise import pairwise
-from .commands.promote import promote
-from .commands.proxy import proxy
-from .commands.receipt import receipt
-from .commands.rejudge import rejudge
-from .commands.replay import replay
-from .commands.review import review
 from .commands.run import run
-from .commands.schedule import schedule
-from .commands.serve import serve
-from .commands.stored import runs, show
-from .commands.synth import synth
-from .commands.worker import worker
 from .version import __version__
 
 __all__ = ["EXIT_HARNESS", "EXIT_NOT_PASSED", "EXIT_PASSED", "EXIT_USAGE", "main"]
 
+
+#: Every command but ``run``, imported when it is the one asked for (or ``--help`` lists
+#: them): each command's module imports what it needs, and a run needs none of theirs.
+_LAZY: dict[str, tuple[str, str]] = {
+    "agent": (".commands.agent", "agent"), "compare": (".commands.compare", "compare"),
+    "config": (".commands.config", "config"), "drift": (".commands.drift", "drift"),
+    "erase": (".commands.erase", "erase"), "gate": (".commands.gate", "gate"),
+    "import": (".commands.imports", "import_"), "init": (".commands.init", "init"),
+    "judges": (".commands.judges", "judges"), "ledger": (".commands.ledger", "ledger"),
+    "list": (".commands.listing", "list_"), "pairwise": (".commands.pairwise", "pairwise"),
+    "promote": (".commands.promote", "promote"), "proxy": (".commands.proxy", "proxy"),
+    "receipt": (".commands.receipt", "receipt"), "rejudge": (".commands.rejudge", "rejudge"),
+    "replay": (".commands.replay", "replay"), "review": (".commands.review", "review"),
+    "runs": (".commands.stored", "runs"), "schedule": (".commands.schedule", "schedule"),
+    "serve": (".commands.serve", "serve"), "show": (".commands.stored", "show"),
+    "synth": (".commands.synth", "synth"), "worker": (".commands.worker", "worker"),
+}
 
 #: What a write to a full disk, a closed pipe or a gone terminal fails with.
 _WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EFBIG, errno.EDQUOT,
@@ -56,6 +51,21 @@ class _Assay(click.Group):
     in one line on stderr and the harness's exit code instead, as a report
     file that cannot be written does (exit 3).
     """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY:
+            module, attr = _LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module, __package__), attr),
+                             cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def load_all(self) -> None:
+        """Every command imported (what walks ``commands`` needs them all: the settings)."""
+        for name in _LAZY:
+            self.get_command(click.Context(self), name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         if "default_map" not in kwargs and not _asking_for_help():
@@ -91,7 +101,10 @@ def _file_settings(group: click.Group) -> dict[str, Any]:
     from .settings import default_map, load
 
     try:
-        return default_map(load(), group)
+        settings = load()
+        if settings.values and isinstance(group, _Assay):
+            group.load_all()  # the file's values go to whichever commands take them
+        return default_map(settings, group)
     except UsageError as error:
         from .commands.common import fail
 
@@ -111,23 +124,7 @@ def main() -> None:
     """
 
 
-for _command in (run, list_, runs, show, compare, gate, ledger, receipt, replay, erase,
-                 agent):
-    main.add_command(_command)
-main.add_command(drift)
-main.add_command(pairwise)
-main.add_command(rejudge)
-main.add_command(review)
-main.add_command(judges)
-main.add_command(promote)
-main.add_command(synth)
-main.add_command(proxy)
-main.add_command(serve)
-main.add_command(worker)
-main.add_command(schedule)
-main.add_command(config)
-main.add_command(init)
-main.add_command(import_)
+main.add_command(run)
 
 
 if __name__ == "__main__":  # pragma: no cover

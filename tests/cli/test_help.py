@@ -18,6 +18,7 @@ def _commands(group: click.Group, prefix: str = "assay") -> Iterator[tuple[str, 
             yield from _commands(command, path)
 
 
+main.load_all()  # commands other than `run` are imported when asked for
 COMMANDS = list(_commands(main))
 
 
@@ -44,3 +45,23 @@ def test_run_help_says_it_stores_and_seals_unless_told_not_to() -> None:
     assert "stores only when" not in text
     assert ".assay/assay.db" in text
     assert "one line per run" in text  # what --json writes
+
+
+def test_every_command_is_listed_and_only_run_is_imported_with_the_cli() -> None:
+    """`assay run` pays for no other command's module; `assay --help` lists them all, and
+    each is found by name."""
+    import subprocess
+    import sys
+
+    code = ("import sys, assay.cli; print(sorted(m for m in sys.modules "
+            "if m.startswith('assay.commands.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split() == ["['assay.commands.common',", "'assay.commands.run']"]
+    assert len(COMMANDS) > 30  # groups' subcommands too: all of them, not just `run`
+    names = main.list_commands(click.Context(main))
+    assert {"run", "list", "runs", "show", "serve", "proxy", "worker", "import"} <= set(names)
+    for name in names:
+        assert main.get_command(click.Context(main), name) is not None, name
+    listed = " ".join(main.get_help(click.Context(main, info_name="assay")).split())
+    assert all(f" {name} " in listed for name in names)

@@ -96,3 +96,21 @@ def test_assay_toml_comes_first_and_the_closest_folder_wins(tmp_path: Path) -> N
     assert found.values == {"hidden_dir": str(tmp_path / "a" / "private"), "trials": 5}
     assert [s.source for s in found.effective({}) if s.key == "trials"] == \
         [f"{tmp_path / 'a' / 'assay.toml'}:2"]
+
+
+def test_a_command_imported_when_asked_for_takes_the_files_settings(project: Project) -> None:
+    """Commands other than `run` are imported lazily by the CLI; in a fresh interpreter (not
+    the tests' zygote, which imports them all) `assay runs` still reads the file's store."""
+    import subprocess
+    import sys
+
+    setup(project, """
+        [tool.assay]
+        db = "sqlite:///data/runs.db"
+    """)
+    assert project.assay("run", "evals", "--json", "r1.json").code == 0
+    done = subprocess.run([sys.executable, "-m", "assay", "runs", "--json"], cwd=project.root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)) == 1  # the run stored in data/runs.db, not .assay/
+    assert not (project.root / ".assay" / "assay.db").exists()

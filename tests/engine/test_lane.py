@@ -36,6 +36,13 @@ class _CountingLoop(asyncio.SelectorEventLoop):
         return super().call_at(when, callback, *args, context=context)
 
 
+def _keep_traces(battery: Any) -> dict[str, Trace | None]:
+    """Each case's last trace, by id, as the battery keeps its trials."""
+    traces: dict[str, Trace | None] = {}
+    battery.on_result = lambda case, result: traces.__setitem__(case.id, result.trace)
+    return traces
+
+
 def run_counting(battery: Battery, limit: float = 60.0) -> tuple[Report, int]:
     """Run the battery to its report on a counting loop: (report, timers set).
 
@@ -243,8 +250,7 @@ def test_a_forbidden_call_before_a_hang_fails_the_case_on_the_lane(bench: Bench)
         "{id: attack, input: attack, expect: [{never_calls: erp.transfer}]}",
         "{id: benign, input: benign, expect: [{never_calls: erp.transfer}]}",
         timeout_s=0.5)), uri, concurrency=2)
-    traces: dict[str, Trace | None] = {}
-    battery.on_result = lambda case, result: traces.__setitem__(case.id, result.trace)
+    traces = _keep_traces(battery)
     report, timers = run_counting(battery)
     cases = by_id(report)
     (attack,) = cases["attack"].trials
@@ -279,8 +285,7 @@ def test_prints_of_concurrent_trials_stay_apart_on_the_lane(bench: Bench) -> Non
     battery = bench.battery(bench.suite(cases_yaml(
         "{id: a, input: a, expect: [{equals: a}]}",
         "{id: b, input: b, expect: [{equals: b}]}")), uri, concurrency=2)
-    traces: dict[str, Trace | None] = {}
-    battery.on_result = lambda case, result: traces.__setitem__(case.id, result.trace)
+    traces = _keep_traces(battery)
     report, timers = run_counting(battery)
     assert [c.outcome for c in report.cases] == ["pass", "pass"]
     for name in ("a", "b"):
@@ -365,8 +370,7 @@ def test_agent_error_and_refused_are_statuses_on_the_lane(bench: Bench) -> None:
     battery = bench.battery(bench.suite(cases_yaml(
         "{id: err, input: err, expect: [{status: error}]}",
         "{id: nope, input: nope, expect: [{status: refused}]}")), uri, concurrency=2)
-    traces: dict[str, Trace | None] = {}
-    battery.on_result = lambda case, result: traces.__setitem__(case.id, result.trace)
+    traces = _keep_traces(battery)
     report, timers = run_counting(battery)
     assert [c.outcome for c in report.cases] == ["pass", "pass"]
     err, refused = traces["err"], traces["nope"]

@@ -392,8 +392,8 @@ class PythonTarget:
         if facets is None:
             if len(self._facets) >= 1024:  # the cases in flight, not the suite's
                 self._facets.clear()
-            facets = self._facets[request.case.id] = {
-                **self.facets, **case_facets(request.case, "python", unpinnable=UNPINNABLE)}
+            facets = self._facets[case.id] = {
+                **self.facets, **case_facets(case, "python", unpinnable=UNPINNABLE)}
         state = tools.state
         if state.broken is not None:
             raise TrialBroken(state.broken)

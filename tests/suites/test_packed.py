@@ -236,7 +236,7 @@ def test_the_whole_parse_packs_what_the_stream_declines(tmp_path: Path) -> None:
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**70, 2**70)
-    | st.floats(allow_nan=False) | st.text(max_size=6),
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3)
     | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=8)
@@ -252,7 +252,7 @@ _cases = st.fixed_dictionaries(
     optional={"input": _json_values, "expected": _json_values,
               "split": st.sampled_from(["public", "hidden"]),
               "tags": st.lists(st.text(max_size=3), max_size=2), "trials": st.integers(1, 5),
-              "timeout_s": st.floats(min_value=1e-9, allow_infinity=True) | st.integers(1, 9),
+              "timeout_s": st.floats(min_value=1e-9, allow_infinity=False) | st.integers(1, 9),
               "model": st.sampled_from(["m", {"claude": "opus"}]), "effort": st.just("low"),
               "synthetic": st.booleans(), "fixture": st.just("tools.yaml"),
               "workspace": st.just("ws"),

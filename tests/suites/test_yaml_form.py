@@ -765,3 +765,61 @@ def test_a_hidden_case_with_such_a_number_is_refused_without_its_content(
     error = str(refused(path))
     assert "(details withheld: hidden case)" in error
     assert "CANARY" not in error and "1234567890" not in error
+
+
+@pytest.mark.parametrize(("body", "needle", "field"), [
+    ("    input: {x: .inf}\n    expect: [{equals: hi}]\n", "input: {x", "input"),
+    ("    input: [1, .nan]\n    expect: [{equals: hi}]\n", "input: [1", "input"),
+    ("    input: hi\n    expected: -.inf\n    expect: [{equals: hi}]\n", "expected:", "expected"),
+    ("    input: hi\n    expect:\n      - equals: {a: -.inf}\n", "equals: {a: -.inf}",
+     "expect: the argument of equals holds"),
+    ("    input: hi\n    timeout_s: .inf\n    expect: [{equals: hi}]\n", "timeout_s:", "timeout_s"),
+])
+def test_an_infinity_or_nan_in_a_case_is_refused_at_its_line(
+        write, refused, line_of, body: str, needle: str, field: str) -> None:
+    """JSON has no infinity and no NaN: the case's JSON wrote null, so a case holding
+    ``.inf`` had the digest of the same case holding null. Refused, at the value's line."""
+    path = write("evals/s.suite.yaml",
+                 "suite: t/num@1\ncases:\n  - id: ok\n    input: hi\n"
+                 f"    expect: [{{equals: hi}}]\n  - id: odd\n{body}")
+    error = refused(path)
+    assert (error.file, error.line, error.exit_code) == (str(path), line_of(path, needle), 2)
+    assert error.message.startswith(field if " " in field else f"{field}: "), error.message
+    assert "finite" in error.message or "infinity or a NaN" in error.message
+
+
+def test_a_suite_with_an_infinity_no_longer_digests_as_the_suite_with_null(
+        write, refused) -> None:
+    from assay.suites import load_suite_file
+
+    null = load_suite_file(write("evals/a.suite.yaml", "suite: t/num@1\ncases:\n"
+                                 "  - id: one\n    input: {x: null}\n"))
+    assert null.digest.startswith("sha256:")
+    error = refused(write("evals/b.suite.yaml", "suite: t/num@1\ncases:\n"
+                          "  - id: one\n    input: {x: .inf}\n"))
+    assert "infinity or a NaN" in error.message
+
+
+def test_a_python_suites_nan_is_refused_at_its_line(tmp_path: Path) -> None:
+    from assay.suites import load_suite_file
+
+    path = tmp_path / "p_eval.py"
+    path.write_text("from assay import Case, Suite, expect\n"
+                    "suite = Suite(id='t/p@1', target='python:x:y', cases=[\n"
+                    "    Case(id='a', input='x',\n"
+                    "         expect=[expect.equals(float('nan'))])])\n")
+    with pytest.raises(SuiteError) as caught:
+        load_suite_file(path)
+    assert caught.value.line == 3  # the case's: a Python case remembers where it was made
+    assert "the argument of equals holds an infinity or a NaN" in caught.value.message
+
+
+def test_a_hidden_case_with_an_infinity_is_refused_without_its_content(
+        write, refused) -> None:
+    write("evals/hidden/h.yaml", "id: CANARY-8f1\ninput: {CANARY-8f3: .inf}\n"
+                                 "expect: [{equals: CANARY-8f2}]\n")
+    path = write("evals/s.suite.yaml", "suite: t/num@1\nhidden: hidden/\ncases:\n"
+                                       "  - id: ok\n    input: hi\n    expect: [{equals: hi}]\n")
+    error = str(refused(path))
+    assert "(details withheld: hidden case)" in error
+    assert "CANARY" not in error

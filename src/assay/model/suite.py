@@ -27,6 +27,31 @@ from .evidence import Evidence
 from .invocation import Invocation, Mode, parse_invocation
 from .values import one_line
 
+#: Why a case may not hold an infinity or a NaN: JSON has neither, so the case's
+#: JSON (its digest, the report) would show ``null`` and two different cases would
+#: be one case on record.
+NOT_FINITE = ("holds an infinity or a NaN, which JSON has no way to write (its digest "
+              "and the report would show null); write the number out or use a string")
+
+
+def finite(value: Any, depth: int = 0) -> Any:
+    """``value`` as it is, if no float in it (nested lists and mappings, keys too) is an
+    infinity or a NaN; else ``ValueError``. Deep nesting is left to the digest, which
+    refuses it anyway."""
+    kind = type(value)
+    if kind is float or isinstance(value, float):
+        if value - value != 0.0:
+            raise ValueError(NOT_FINITE)
+    elif depth < 256:
+        if kind is dict or isinstance(value, dict):
+            for key, item in value.items():
+                finite(key, depth + 1)
+                finite(item, depth + 1)
+        elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
+            for item in value:
+                finite(item, depth + 1)
+    return value
+
 SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[a-z0-9][a-z0-9_.-]*@[0-9]+$")
 #: Longest case id: what every store holds (its column is 200 characters).
 MAX_CASE_ID = 200
@@ -175,7 +200,7 @@ class Case(BaseModel):
     expect: list[Assertion] = Field(default_factory=list)
     split: Split = "public"
     trials: int | None = Field(default=None, ge=1)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     fixture: str | None = None
     #: A folder every trial works in a fresh copy of (SPEC §14); the suite's when None.
     workspace: str | None = None
@@ -214,6 +239,11 @@ class Case(BaseModel):
     def _invocation(cls, value: Any) -> Any:
         return parse_invocation(value)
 
+    @field_validator("input", "expected")
+    @classmethod
+    def _finite(cls, value: Any) -> Any:
+        return value if type(value) is str else finite(value)
+
     @field_validator("model", "effort", mode="before")
     @classmethod
     def _pin(cls, value: Any) -> Any:
@@ -237,7 +267,14 @@ class Case(BaseModel):
             return []
         if not isinstance(value, list):
             raise ValueError("expect is a list of assertions")
-        return [Assertion.from_mapping(item) for item in value]
+        made = [Assertion.from_mapping(item) for item in value]
+        for assertion in made:  # its argument, as the other free-form values (_finite)
+            if type(assertion.arg) is not str:
+                try:
+                    finite(assertion.arg)
+                except ValueError as exc:
+                    raise ValueError(f"the argument of {assertion.check} {exc}") from None
+        return made
 
     @model_validator(mode="before")
     @classmethod

@@ -409,6 +409,10 @@ class _View(Sequence[Case]):
         """``PackedCases.having`` of these cases."""
         return self._packed.having(checks, self._positions)
 
+    def check_names(self) -> frozenset[str]:
+        """The checks any case of the whole packed suite names (those of these among them)."""
+        return self._packed.check_names()
+
     def __eq__(self, other: object) -> bool:
         # Equal to a list of equal cases, as the list a suite held before was.
         if not isinstance(other, list | PackedCases | _View):

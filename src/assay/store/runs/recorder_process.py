@@ -17,9 +17,12 @@ not (the battery does not wait for them). Each call is one transaction of
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
+import queue
 import signal
+import threading
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -70,6 +73,11 @@ class ProcessSink:
         self.process = process
         self.connection = connection
         self.closed = False
+        #: Messages for the sending thread, in order (None ends it); made at the first batch.
+        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] | None = None
+        self._sender: threading.Thread | None = None
+        #: Why the sending thread could not send (the writer went away).
+        self._lost: BaseException | None = None
 
     def ready(self) -> None:
         """Wait until the store is open and migrated: a run that cannot be recorded won't start."""
@@ -81,11 +89,23 @@ class ProcessSink:
         return holder
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
-        """See ``run_record.write_batch``; not answered, so a failure shows on the next call."""
+        """See ``run_record.write_batch``; not answered, so a failure shows on the next call.
+
+        Sent by a thread of its own: a send waits while the writer is still busy with the
+        batch before (the pipe holds a few hundred kilobytes), and the battery should not
+        wait with it. Batches can then be small, and the writer works while the battery
+        runs instead of at the seal.
+        """
         self._failed()
         # As plain tuples: a named tuple is pickled by a call of its class, seven times
         # the cost of its values (1.6 against 0.24 µs a trial); the writer names them again.
-        self._send(("write", run_id, list(map(tuple, records))))
+        message = ("write", run_id, list(map(tuple, records)))
+        if self._outbox is None:
+            self._outbox = queue.SimpleQueue()
+            self._sender = threading.Thread(target=self._send_all, args=(self._outbox,),
+                                            name="assay-record-sender", daemon=True)
+            self._sender.start()
+        self._outbox.put(message)
 
     def seal(self, run_id: str, columns: dict[str, Any], content: bytes,
              queue: Sequence[dict[str, Any]] = ()) -> tuple[int, str]:
@@ -106,16 +126,39 @@ class ProcessSink:
             self._ask(("stop",))
         finally:
             self.connection.close()
-            self.process.join(timeout=60)
+            _join_later(self.process)
 
     def _send(self, message: tuple[Any, ...]) -> None:
+        self._drain()
         try:
             self.connection.send(message)
         except (OSError, EOFError):
             raise WriterError("the store's writer process went away") from None
 
+    def _send_all(self, outbox: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
+        """The sending thread: each batch in order, until None (or the writer is gone)."""
+        while (message := outbox.get()) is not None:
+            if self._lost is not None:
+                continue  # the writer is gone: the next call says so
+            try:
+                self.connection.send(message)
+            except BaseException as error:  # noqa: BLE001 - kept for the battery's next call
+                self._lost = error
+
+    def _drain(self) -> None:
+        """Every batch handed to the sending thread is sent (a call's message goes after
+        them), or the writer went away."""
+        if self._sender is not None and self._outbox is not None:
+            self._outbox.put(None)
+            self._sender.join()
+            self._outbox = self._sender = None
+        if self._lost is not None:
+            raise WriterError("the store's writer process went away") from None
+
     def _failed(self) -> None:
         """Raise a failure the writer reported about an unanswered batch."""
+        if self._lost is not None:
+            raise WriterError("the store's writer process went away") from None
         try:
             while self.connection.poll():
                 self._reply(self.connection.recv())
@@ -142,6 +185,34 @@ class ProcessSink:
 
 
 _NOTHING = object()
+
+#: Writers told to stop (everything they were given is committed) and not waited for yet.
+_STOPPING: list[Any] = []
+#: Whether ``_join_stopped`` is registered to run at exit (once).
+_EXIT_JOIN: list[bool] = []
+
+
+def _join_later(process: Any) -> None:
+    """Wait for a stopped writer's exit at this process's exit, not now.
+
+    Once the writer has answered ``stop``, everything is committed; what it does
+    then is close the store, where SQLite moves the rest of its log into the
+    database (a seal's report: a few megabytes at 10,000 cases). The reports are
+    written meanwhile. Registered after multiprocessing's own exit handler, which
+    would terminate a daemon child still running, so this one runs first.
+    """
+    if not _EXIT_JOIN:
+        atexit.register(_join_stopped)
+        _EXIT_JOIN.append(True)
+    # Those that ended are let go (``exitcode`` reaps them): a long-lived process that
+    # runs many batteries (the workbench, a test session) keeps no list of them.
+    _STOPPING[:] = [waiting for waiting in _STOPPING if waiting.exitcode is None]
+    _STOPPING.append(process)
+
+
+def _join_stopped() -> None:
+    while _STOPPING:
+        _STOPPING.pop().join(timeout=60)
 
 
 def _serve(connection: Connection, parents_end: Connection,
@@ -184,6 +255,8 @@ def _serve(connection: Connection, parents_end: Connection,
                 known = write_batch(store, message[1], records,  # type: ignore[arg-type]
                                     follow=following and key is not None, known=known)
                 following = known is not None
+                if not connection.poll():  # idle: the log is moved now, not in a later commit
+                    store.settle()  # type: ignore[union-attr]
             elif kind == "register":
                 holder = register_run(store, message[1], message[2])  # type: ignore[arg-type]
                 connection.send(("done", holder))

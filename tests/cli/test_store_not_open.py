@@ -39,3 +39,30 @@ def test_a_store_that_is_not_a_database_stops_every_suite_before_any_trial(proje
     assert not (project.root / "evals/calls.txt").exists()
     assert not (project.root / "r.json").exists()
     assert "t/one@1" not in done.out and "t/two@1" not in done.out
+
+
+def test_a_registration_the_store_refuses_fails_the_run_and_keeps_none_of_its_trials(
+        project) -> None:
+    """The run is registered while its battery starts (the writer takes the registration
+    ahead of every batch, decision 0088). A registration the store refuses must still
+    fail the run with the store's error, exit 3, and leave no trial without its run."""
+    import sqlite3
+
+    project.write("evals/agent.py", AGENT)
+    project.write("evals/one.suite.yaml", "suite: t/one@1\ntarget: python:agent:run\ncases:\n"
+                  + "".join(f"  - id: c{n}\n    input: hi\n    expect: [{{equals: hi}}]\n"
+                            for n in range(300)))
+    first = project.assay("run", "--json", "first.json")  # a store, with its schema
+    assert first.code == 0, first.out + first.err
+    with sqlite3.connect(project.root / ".assay/assay.db") as connection:
+        connection.execute("CREATE TRIGGER refuse BEFORE INSERT ON runs "
+                           "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    done = project.assay("run", "--json", "r.json")
+    assert done.code == 3, done.out + done.err
+    assert "Traceback" not in done.err
+    assert done.err.startswith("assay: error: run ") and "stored" in done.err  # the store's
+    assert not (project.root / "r.json").exists()
+    with sqlite3.connect(project.root / ".assay/assay.db") as connection:
+        runs = connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+        trials = connection.execute("SELECT count(DISTINCT run_id) FROM trials").fetchone()[0]
+    assert (runs, trials) == (1, 1)  # the first run's only

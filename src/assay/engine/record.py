@@ -166,6 +166,8 @@ class RunRecorder:
         self._timer: asyncio.TimerHandle | None = None
         self._failure: Exception | None = None
         self._prepared: tuple[LoadedSuite, dict[str, Any], Spilled] | None = None
+        #: The suite's JSON a registration made soon handed the writer (``register_soon``).
+        self._handed: Spilled | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  options: dict[str, Any], window: Window | None = None, *,
@@ -190,6 +192,41 @@ class RunRecorder:
         if holder is None:
             self.run_id = start.run_id
         return holder
+
+    def registers_soon(self, window: Window | None) -> bool:
+        """Whether a run can be registered without waiting (``register_soon``): its sink
+        sends on a thread of its own, and it has no window (whose answer decides
+        whether the battery runs at all)."""
+        return window is None and hasattr(self.sink, "register_soon")
+
+    def register_soon(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
+                      options: dict[str, Any], *, max_trials: int | None = None) -> None:
+        """``register``, without waiting for it (``registers_soon`` said it can be).
+
+        The registration's parts (the suite's stored JSON, its thresholds) are
+        made in the sink's sending thread and handed to the writer ahead of every
+        batch, which it takes in order: the ledger has ``run-registered`` before
+        any of the run's trials, as ever, and the battery does not wait while a
+        large suite's JSON is made and stored. Should the registration fail, the
+        run fails at its next batch or its seal as a batch's failure does, and the
+        writer keeps nothing more of it.
+        """
+        chosen = dict(options)
+
+        def made() -> tuple[dict[str, Any], bytes]:
+            thresholds, spilled = prepared_parts(loaded)
+            self._handed = spilled  # removed once the writer has read it (``_let_go``)
+            return registration_row(start, loaded, trials_per_case, chosen,
+                                    max_trials=max_trials, prepared=(thresholds, spilled))
+
+        self.sink.register_soon(made)  # type: ignore[attr-defined]  # registers_soon said so
+        self.run_id = start.run_id
+
+    def _let_go(self) -> None:
+        """Remove the file a registration made soon was read from (the writer is past it)."""
+        handed, self._handed = self._handed, None
+        if handed is not None:
+            handed.close()
 
     def prepare(self, loaded: LoadedSuite) -> None:
         """Make beforehand what registering a run of ``loaded`` takes from the suite alone.
@@ -246,8 +283,11 @@ class RunRecorder:
 
     def close(self) -> None:
         """Write everything kept and handed over; raises what failed."""
-        self.flush()
-        self._guarded(self.sink.close)
+        try:
+            self.flush()
+            self._guarded(self.sink.close)
+        finally:
+            self._let_go()
 
     def seal(self, report: Report, queue: Sequence[dict[str, Any]] = ()) -> Report:
         """Write what is left and seal the run (run-sealed, runs row, tree head); return it sealed.
@@ -264,8 +304,11 @@ class RunRecorder:
             # scores were edited no longer verifies (receipts.verify).
             content = {"run_id": report.run_id, "report_digest": spilled.body.digest,
                        "summary": digest(summary(redact(report)))}
-            index, sealed_hash = self._guarded(lambda: self.sink.seal(
-                report.run_id, sealed_columns(report, body), canonical(content), queue))
+            try:
+                index, sealed_hash = self._guarded(lambda: self.sink.seal(
+                    report.run_id, sealed_columns(report, body), canonical(content), queue))
+            finally:
+                self._let_go()
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 
     def _guarded(self, call: Callable[[], _T]) -> _T:

@@ -23,7 +23,7 @@ import multiprocessing
 import queue
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,9 @@ from ...errors import AssayError, HarnessFailure, UsageError
 
 if TYPE_CHECKING:
     from .trials import Holder, TrialRecord
+
+#: What the sending thread is given: a message, or what makes one (``register_soon``).
+_Outgoing = tuple[Any, ...] | Callable[[], tuple[Any, ...]]
 
 
 class WriterError(HarnessFailure):
@@ -74,10 +77,11 @@ class ProcessSink:
         self.connection = connection
         self.closed = False
         #: Messages for the sending thread, in order (None ends it); made at the first batch.
-        self._outbox: queue.SimpleQueue[tuple[Any, ...] | None] | None = None
+        self._outbox: queue.SimpleQueue[_Outgoing | None] | None = None
         self._sender: threading.Thread | None = None
-        #: Why the sending thread could not send (the writer went away).
-        self._lost: BaseException | None = None
+        #: Why the sending thread stopped sending (the writer went away, or a registration
+        #: could not be made), raised on the battery's next call.
+        self._lost: AssayError | None = None
 
     def ready(self) -> None:
         """Wait until the store is open and migrated: a run that cannot be recorded won't start."""
@@ -85,8 +89,16 @@ class ProcessSink:
 
     def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """See ``run_record.register_run``."""
-        holder: Holder | None = self._ask(("register", row, content))
+        holder: Holder | None = self._ask(("register", row, content, True))
         return holder
+
+    def register_soon(self, make: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
+        """``register``, not answered: ``make`` gives the row and its content in the sending
+        thread, and they reach the writer ahead of every later batch (the writer takes
+        its messages in order). A failure, making them or writing them, shows on the
+        next call, as a batch's does; the writer then keeps nothing more of the run."""
+        self._failed()
+        self._hand(lambda: ("register", *make(), False))
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """See ``run_record.write_batch``; not answered, so a failure shows on the next call.
@@ -99,7 +111,10 @@ class ProcessSink:
         self._failed()
         # As plain tuples: a named tuple is pickled by a call of its class, seven times
         # the cost of its values (1.6 against 0.24 µs a trial); the writer names them again.
-        message = ("write", run_id, list(map(tuple, records)))
+        self._hand(("write", run_id, list(map(tuple, records))))
+
+    def _hand(self, message: tuple[Any, ...] | Callable[[], tuple[Any, ...]]) -> None:
+        """Give the sending thread a message, or what makes one (started at the first)."""
         if self._outbox is None:
             self._outbox = queue.SimpleQueue()
             self._sender = threading.Thread(target=self._send_all, args=(self._outbox,),
@@ -135,15 +150,25 @@ class ProcessSink:
         except (OSError, EOFError):
             raise WriterError("the store's writer process went away") from None
 
-    def _send_all(self, outbox: queue.SimpleQueue[tuple[Any, ...] | None]) -> None:
-        """The sending thread: each batch in order, until None (or the writer is gone)."""
-        while (message := outbox.get()) is not None:
+    def _send_all(self, outbox: queue.SimpleQueue[_Outgoing | None]) -> None:
+        """The sending thread: each message in order, until None (or something failed)."""
+        while (item := outbox.get()) is not None:
             if self._lost is not None:
-                continue  # the writer is gone: the next call says so
+                continue  # the next call says what failed; nothing after it is sent
+            try:
+                message = item() if callable(item) else item
+            except AssayError as error:
+                self._lost = error
+                continue
+            except Exception as error:  # noqa: BLE001 - kept for the battery's next call
+                # Its kind only: what failed may have been reading a hidden case.
+                self._lost = WriterError(f"the run's registration could not be made "
+                                         f"({type(error).__name__})")
+                continue
             try:
                 self.connection.send(message)
-            except BaseException as error:  # noqa: BLE001 - kept for the battery's next call
-                self._lost = error
+            except BaseException:  # noqa: BLE001 - kept for the battery's next call
+                self._lost = WriterError("the store's writer process went away")
 
     def _drain(self) -> None:
         """Every batch handed to the sending thread is sent (a call's message goes after
@@ -152,13 +177,15 @@ class ProcessSink:
             self._outbox.put(None)
             self._sender.join()
             self._outbox = self._sender = None
+        self._raise_lost()
+
+    def _raise_lost(self) -> None:
         if self._lost is not None:
-            raise WriterError("the store's writer process went away") from None
+            raise self._lost
 
     def _failed(self) -> None:
         """Raise a failure the writer reported about an unanswered batch."""
-        if self._lost is not None:
-            raise WriterError("the store's writer process went away") from None
+        self._raise_lost()
         try:
             while self.connection.poll():
                 self._reply(self.connection.recv())
@@ -259,7 +286,8 @@ def _serve(connection: Connection, parents_end: Connection,
                     store.settle()  # type: ignore[union-attr]
             elif kind == "register":
                 holder = register_run(store, message[1], message[2])  # type: ignore[arg-type]
-                connection.send(("done", holder))
+                if message[3]:  # asked (a window's holder decides); else it is like a batch
+                    connection.send(("done", holder))
             elif kind == "seal":
                 _, run_id, columns, content, queue = message
                 connection.send(("done", seal_run(store, key, run_id, columns, content,  # type: ignore[arg-type]

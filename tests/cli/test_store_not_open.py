@@ -43,9 +43,9 @@ def test_a_store_that_is_not_a_database_stops_every_suite_before_any_trial(proje
 
 def test_a_registration_the_store_refuses_fails_the_run_and_keeps_none_of_its_trials(
         project) -> None:
-    """The run is registered while its battery starts (the writer takes the registration
-    ahead of every batch, decision 0088). A registration the store refuses must still
-    fail the run with the store's error, exit 3, and leave no trial without its run."""
+    """A registration the store refuses fails the run with the store's error, exit 3, no
+    report, and no trial kept without its run (decision 0088 tried registering while the
+    battery starts, and kept this guard when it went back)."""
     import sqlite3
 
     project.write("evals/agent.py", AGENT)

@@ -65,3 +65,53 @@ def test_a_case_broken_since_the_last_run_stops_the_run_at_its_line(project):
         in done.err
     assert "Traceback" not in done.err
     assert (project.root / "evals/calls.txt").read_text() == calls  # no agent was called
+
+
+def _stored_suites(project, *reports: str) -> list[str]:
+    from assay.store.database import open_store
+
+    store = open_store(f"sqlite:///{project.root / '.assay/assay.db'}")
+    try:
+        return [store.load_replay(json.loads((project.root / name).read_text())["run_id"]).suite
+                for name in reports]
+    finally:
+        store.close()
+
+
+def test_a_rerun_stores_the_suite_json_kept_by_the_first_and_a_damaged_one_is_made_again(
+        project):
+    """The suite's stored JSON (3 MB at 10,000 cases) is kept beside the validated cases
+    and copied by a re-run of the same load instead of being written again (decision
+    0089). What the store holds must not change: the same bytes every run."""
+    _project(project)
+    first = project.assay("run", "--json", "r1.json")
+    assert first.code == 0, first.out + first.err
+    [kept] = (project.root / ".assay/cache/stored").glob("*.json")
+    head, body = kept.read_bytes().split(b"\n", 1)
+    assert json.loads(head)["sha256"].startswith("sha256:")
+    again = project.assay("run", "--json", "r2.json")
+    assert again.code == 0, again.out + again.err
+    assert kept.read_bytes() == head + b"\n" + body  # read, not written again
+    kept.write_bytes(head + b"\n" + body.replace(b'"hi"', b'"HI"'))  # damaged: a miss
+    third = project.assay("run", "--json", "r3.json")
+    assert third.code == 0, third.out + third.err
+    one, two, three = _stored_suites(project, "r1.json", "r2.json", "r3.json")
+    assert one == two == three == body.decode()
+    assert json.loads(one)["suite"]["cases"][0]["input"] == "hi"
+    assert kept.read_bytes() == head + b"\n" + body  # kept again, whole
+
+
+def test_a_suite_with_hidden_cases_keeps_no_stored_json(project):
+    _project(project)
+    project.write("evals/hidden/h.yaml", "id: CANARY-9d1\ninput: secret\n"
+                                         "expect: [{equals: secret}]\n")
+    text = (project.root / "evals/s.suite.yaml").read_text()
+    (project.root / "evals/s.suite.yaml").write_text(
+        text.replace("target: python:agent:run\n", "target: python:agent:run\nhidden: hidden/\n"))
+    for _ in range(2):
+        done = project.assay("run", "--json", "r.json")
+        assert done.code == 0, done.out + done.err
+    assert not (project.root / ".assay/cache/stored").exists() or \
+        list((project.root / ".assay/cache/stored").glob("*.json")) == []
+    for path in (project.root / ".assay/cache").rglob("*"):
+        assert not path.is_file() or b"CANARY" not in path.read_bytes()

@@ -89,3 +89,30 @@ def test_a_stopped_writer_closes_its_store_before_the_command_exits(tmp_path: Pa
     assert "alive True" in done.stdout
     assert (tmp_path / "x.db").is_file()
     assert not (tmp_path / "x.db-wal").exists()  # closed whole: SQLite removes its log then
+
+
+def test_batches_queued_behind_a_busy_writer_go_as_one_in_order() -> None:
+    """A writer that falls behind gets the batches that queued up as one (a transaction
+    and a look at the ledger each, whatever their size), never past another message,
+    another run's batch or the cap."""
+    import queue
+
+    from assay.store.runs import recorder_process as rp
+
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+    other = ("another kind", "r1")
+    for item in [("write", "r1", [3, 4]), ("write", "r1", [5]), other, ("write", "r1", [6]),
+                 ("write", "r2", [7])]:
+        outbox.put(item)
+    first = ("write", "r1", [1, 2])
+    merged, after = rp._merged(first, outbox)
+    assert merged == ("write", "r1", [1, 2, 3, 4, 5]) and after is other
+    assert first == ("write", "r1", [1, 2])  # the batch handed over is not changed
+    merged, after = rp._merged(outbox.get(), outbox)
+    assert merged == ("write", "r1", [6]) and after == ("write", "r2", [7])
+    merged, after = rp._merged(after, outbox)
+    assert merged == ("write", "r2", [7]) and after is rp._NOTHING
+    big = list(range(rp._MERGED))
+    outbox.put(("write", "r1", [0]))
+    merged, after = rp._merged(("write", "r1", big), outbox)
+    assert merged[2] is big and after is rp._NOTHING and outbox.get_nowait() == ("write", "r1", [0])

@@ -23,6 +23,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..canonical import canonical, digest
@@ -145,7 +146,29 @@ def _suite_handed(spilled: Spilled) -> SpilledBody | str:
 
 def prepared_parts(loaded: LoadedSuite) -> tuple[dict[str, Any], Spilled]:
     """What registering a run of ``loaded`` takes from the suite alone: thresholds, stored JSON."""
-    return suite_thresholds(loaded), spill_suite(loaded.suite)
+    return suite_thresholds(loaded), _suite_spilled(loaded)
+
+
+def _suite_spilled(loaded: LoadedSuite) -> Spilled:
+    """``spill_suite``, or its bytes as a run of the same load kept them before
+    (``suites.validated.kept_suite_json``): copied, not written again."""
+    from ..suites import validated
+
+    key = loaded.cache_key
+    if key is not None:
+        kept = validated.kept_suite_json(key, loaded.digest)
+        if kept is not None:
+            stream, want = kept
+            with stream:
+                spilled = Spilled(iter(lambda: stream.read(1 << 20), b""), "assay-suite-")
+            if spilled.body.digest == want:
+                return spilled
+            spilled.close()  # damaged: made again below, and kept again
+    spilled = spill_suite(loaded.suite)
+    if key is not None:
+        validated.keep_suite_json(key, loaded.digest, Path(spilled.body.path),
+                                  spilled.body.digest)
+    return spilled
 
 
 class RunRecorder:
@@ -166,8 +189,6 @@ class RunRecorder:
         self._timer: asyncio.TimerHandle | None = None
         self._failure: Exception | None = None
         self._prepared: tuple[LoadedSuite, dict[str, Any], Spilled] | None = None
-        #: The suite's JSON a registration made soon handed the writer (``register_soon``).
-        self._handed: Spilled | None = None
 
     def register(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
                  options: dict[str, Any], window: Window | None = None, *,
@@ -192,41 +213,6 @@ class RunRecorder:
         if holder is None:
             self.run_id = start.run_id
         return holder
-
-    def registers_soon(self, window: Window | None) -> bool:
-        """Whether a run can be registered without waiting (``register_soon``): its sink
-        sends on a thread of its own, and it has no window (whose answer decides
-        whether the battery runs at all)."""
-        return window is None and hasattr(self.sink, "register_soon")
-
-    def register_soon(self, start: RunStart, loaded: LoadedSuite, trials_per_case: int,
-                      options: dict[str, Any], *, max_trials: int | None = None) -> None:
-        """``register``, without waiting for it (``registers_soon`` said it can be).
-
-        The registration's parts (the suite's stored JSON, its thresholds) are
-        made in the sink's sending thread and handed to the writer ahead of every
-        batch, which it takes in order: the ledger has ``run-registered`` before
-        any of the run's trials, as ever, and the battery does not wait while a
-        large suite's JSON is made and stored. Should the registration fail, the
-        run fails at its next batch or its seal as a batch's failure does, and the
-        writer keeps nothing more of it.
-        """
-        chosen = dict(options)
-
-        def made() -> tuple[dict[str, Any], bytes]:
-            thresholds, spilled = prepared_parts(loaded)
-            self._handed = spilled  # removed once the writer has read it (``_let_go``)
-            return registration_row(start, loaded, trials_per_case, chosen,
-                                    max_trials=max_trials, prepared=(thresholds, spilled))
-
-        self.sink.register_soon(made)  # type: ignore[attr-defined]  # registers_soon said so
-        self.run_id = start.run_id
-
-    def _let_go(self) -> None:
-        """Remove the file a registration made soon was read from (the writer is past it)."""
-        handed, self._handed = self._handed, None
-        if handed is not None:
-            handed.close()
 
     def prepare(self, loaded: LoadedSuite) -> None:
         """Make beforehand what registering a run of ``loaded`` takes from the suite alone.
@@ -283,11 +269,8 @@ class RunRecorder:
 
     def close(self) -> None:
         """Write everything kept and handed over; raises what failed."""
-        try:
-            self.flush()
-            self._guarded(self.sink.close)
-        finally:
-            self._let_go()
+        self.flush()
+        self._guarded(self.sink.close)
 
     def seal(self, report: Report, queue: Sequence[dict[str, Any]] = ()) -> Report:
         """Write what is left and seal the run (run-sealed, runs row, tree head); return it sealed.
@@ -304,11 +287,8 @@ class RunRecorder:
             # scores were edited no longer verifies (receipts.verify).
             content = {"run_id": report.run_id, "report_digest": spilled.body.digest,
                        "summary": digest(summary(redact(report)))}
-            try:
-                index, sealed_hash = self._guarded(lambda: self.sink.seal(
-                    report.run_id, sealed_columns(report, body), canonical(content), queue))
-            finally:
-                self._let_go()
+            index, sealed_hash = self._guarded(lambda: self.sink.seal(
+                report.run_id, sealed_columns(report, body), canonical(content), queue))
         return report.model_copy(update={"seal": {"entry": index, "hash": sealed_hash}})
 
     def _guarded(self, call: Callable[[], _T]) -> _T:

@@ -618,17 +618,13 @@ async def _battery(item: LoadedSuite, uri: str, settings: RunSettings, watcher: 
                     # How many trials the run will have, for whoever follows it from the
                     # store (the workbench's progress); an adaptive run knows only at its end.
                     chosen["planned"] = battery.planned()
-                if soon:  # made and written while the battery runs, ahead of its trials
-                    writer.register_soon(start, item, per_case, chosen, max_trials=cap)
-                else:
-                    holder = writer.register(start, item, per_case, chosen, settings.window,
-                                             max_trials=cap)
-                    if holder is not None:  # the window has its battery: run nothing
-                        raise WindowTaken(holder)
+                holder = writer.register(start, item, per_case, chosen, settings.window,
+                                         max_trials=cap)
+                if holder is not None:  # the window has its battery: run nothing
+                    raise WindowTaken(holder)
             watcher.registered(start.run_id)
 
-        soon = resume is None and writer.registers_soon(settings.window)
-        if resume is None and not soon:
+        if resume is None:
             writer.prepare(item)
         if recording.ready is not None:
             try:

@@ -66,6 +66,10 @@ class LoadedSuite:
     #: Whether this is a part of the suite (some of its cases, ``part_of``): such a
     #: run is not the suite's battery, is never recorded, and its report says so.
     part: bool = False
+    #: The validated-case cache's key of the load, for a YAML suite with no hidden case
+    #: where entries are kept: what the suite's stored JSON is kept under
+    #: (``validated.kept_suite_json``). None otherwise.
+    cache_key: str | None = None
     #: Facets given for some cases, by id, that ``case_facets`` returns as they are
     #: (a rejudge keeps its original run's); empty for a suite loaded from its file.
     _facets: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
@@ -150,9 +154,10 @@ class LoadedSuite:
         if len(kept) == PACKED * len(cases):
             kept = b"".join(kept[PACKED * i:PACKED * (i + 1)] for i in indices)
         if any(case.split == "hidden" for case in chosen):
-            return replace(self, suite=suite, part=True, _positions={}, _case_digests=kept)
+            return replace(self, suite=suite, part=True, _positions={}, _case_digests=kept,
+                           cache_key=None)
         return replace(self, suite=suite, part=True, _positions={}, hidden_digest=None,
-                       hidden_source=None, _case_digests=kept)
+                       hidden_source=None, _case_digests=kept, cache_key=None)
 
     def fixture_path(self, case: Case) -> Path | None:
         """The absolute path of a case's fixture (relative to the file that wrote the case)."""
@@ -194,7 +199,7 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
             kept = _from_validated(path, validated.key_of(key, path))
             if kept is not None:
                 try:
-                    return _with_hidden(*kept, path, hidden_root)
+                    return _kept_under(_with_hidden(*kept, path, hidden_root), key)
                 except (SuiteError, validated.Miss):
                     pass  # loaded in full below: the exact error, or what changed
         suite, digests = _load_yaml(path, key)
@@ -202,10 +207,21 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
             loaded = _with_hidden(suite, digests, path, hidden_root)
             if digests.keeper is not None and digests.body is not None:
                 digests.keeper.finish(loaded.digest, digests.body)
-            return loaded
+            return _kept_under(loaded, key)
         finally:
             if digests.keeper is not None:
                 digests.keeper.abandon()  # nothing, once finished
+
+
+def _kept_under(loaded: LoadedSuite, key: str | None) -> LoadedSuite:
+    """``loaded``, with the key its stored JSON may be kept under (``cache_key``): a YAML
+    suite's whose bytes were read, with no hidden case, where caches are kept."""
+    if key is not None and loaded.hidden_digest is None and cache.keeping() and \
+            not any(True for _ in loaded.suite.hidden_cases()):
+        from dataclasses import replace
+
+        return replace(loaded, cache_key=validated.key_of(key, loaded.path))
+    return loaded
 
 
 @contextmanager

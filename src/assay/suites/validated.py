@@ -262,6 +262,57 @@ class Writer:
         self._entry.abandon()
 
 
+#: Where a suite's stored JSON is kept (``kept_suite_json``), beside its validated cases.
+STORED = cache.HOME / "cache" / "stored"
+
+
+def _stored_path(key: str, digest: str) -> Path:
+    return STORED / (hashlib.sha256(f"{key}\0{digest}".encode()).hexdigest()[:40] + ".json")
+
+
+def kept_suite_json(key: str, digest: str) -> tuple[IO[bytes], str] | None:
+    """The suite's stored JSON kept by a run of the same load (``keep_suite_json``): the
+    stream at its first byte and the ``sha256:`` digest its bytes must have, or None.
+
+    The JSON the store keeps of a suite (``store.runs.documents.spill_suite``) is
+    made from its cases alone, so the same file under the same code (``key``, the
+    validated-case cache's key of the load) with the same suite digest (its
+    fixtures and workspace included) gives the same bytes: a re-run copies them
+    instead of writing 3 MB again for 10,000 cases. The caller compares the
+    digest with the bytes it read (a damaged entry is then a miss). Suites with
+    hidden cases are never kept (``LoadedSuite.cache_key``).
+    """
+    try:
+        stream = _stored_path(key, digest).open("rb")
+    except OSError:
+        return None
+    head = stream.readline(200)
+    try:
+        want = orjson.loads(head)["sha256"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        stream.close()
+        return None
+    if not isinstance(want, str) or not want.startswith("sha256:"):
+        stream.close()
+        return None
+    return stream, want
+
+
+def keep_suite_json(key: str, digest: str, written: Path, body_digest: str) -> None:
+    """Keep the stored JSON in the file ``written`` (whose bytes have ``body_digest``) for
+    the next run of the same load (``kept_suite_json``); quietly nothing if it cannot."""
+    entry = cache.EntryFile(_stored_path(key, digest),
+                            orjson.dumps({"sha256": body_digest}) + b"\n")
+    try:
+        with written.open("rb") as source:
+            while entry.open and (chunk := source.read(1 << 20)):
+                entry.write(chunk)
+    except OSError:
+        entry.abandon()
+        return
+    entry.commit()
+
+
 def writer(path: Path, key: str) -> Writer | None:
     """A writer for ``path``'s entry, or None where entries are not kept (``cache.keeping``)."""
     return Writer(path, key) if cache.keeping() else None

@@ -23,7 +23,7 @@ import multiprocessing
 import queue
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,8 +33,8 @@ from ...errors import AssayError, HarnessFailure, UsageError
 if TYPE_CHECKING:
     from .trials import Holder, TrialRecord
 
-#: What the sending thread is given: a message, or what makes one (``register_soon``).
-_Outgoing = tuple[Any, ...] | Callable[[], tuple[Any, ...]]
+#: What the sending thread is given: a batch's message.
+_Outgoing = tuple[Any, ...]
 
 
 class WriterError(HarnessFailure):
@@ -79,8 +79,8 @@ class ProcessSink:
         #: Messages for the sending thread, in order (None ends it); made at the first batch.
         self._outbox: queue.SimpleQueue[_Outgoing | None] | None = None
         self._sender: threading.Thread | None = None
-        #: Why the sending thread stopped sending (the writer went away, or a registration
-        #: could not be made), raised on the battery's next call.
+        #: Why the sending thread stopped sending (the writer went away), raised on the
+        #: battery's next call.
         self._lost: AssayError | None = None
 
     def ready(self) -> None:
@@ -89,16 +89,8 @@ class ProcessSink:
 
     def register(self, row: dict[str, Any], content: bytes) -> Holder | None:
         """See ``run_record.register_run``."""
-        holder: Holder | None = self._ask(("register", row, content, True))
+        holder: Holder | None = self._ask(("register", row, content))
         return holder
-
-    def register_soon(self, make: Callable[[], tuple[dict[str, Any], bytes]]) -> None:
-        """``register``, not answered: ``make`` gives the row and its content in the sending
-        thread, and they reach the writer ahead of every later batch (the writer takes
-        its messages in order). A failure, making them or writing them, shows on the
-        next call, as a batch's does; the writer then keeps nothing more of the run."""
-        self._failed()
-        self._hand(lambda: ("register", *make(), False))
 
     def write(self, run_id: str, records: list[TrialRecord]) -> None:
         """See ``run_record.write_batch``; not answered, so a failure shows on the next call.
@@ -113,8 +105,8 @@ class ProcessSink:
         # the cost of its values (1.6 against 0.24 µs a trial); the writer names them again.
         self._hand(("write", run_id, list(map(tuple, records))))
 
-    def _hand(self, message: tuple[Any, ...] | Callable[[], tuple[Any, ...]]) -> None:
-        """Give the sending thread a message, or what makes one (started at the first)."""
+    def _hand(self, message: tuple[Any, ...]) -> None:
+        """Give the sending thread a message (the thread is started at the first)."""
         if self._outbox is None:
             self._outbox = queue.SimpleQueue()
             self._sender = threading.Thread(target=self._send_all, args=(self._outbox,),
@@ -151,22 +143,24 @@ class ProcessSink:
             raise WriterError("the store's writer process went away") from None
 
     def _send_all(self, outbox: queue.SimpleQueue[_Outgoing | None]) -> None:
-        """The sending thread: each message in order, until None (or something failed)."""
-        while (item := outbox.get()) is not None:
+        """The sending thread: each batch in order, until None (or the writer is gone).
+
+        Batches of one run that queued up while the writer was busy go as one (up to
+        ``_MERGED`` trials): a batch costs the writer a transaction and a look at the
+        ledger whatever its size, so a writer that falls behind gets larger batches
+        and catches up, and one that keeps up gets them small and soon.
+        """
+        held: Any = _NOTHING  # taken from the outbox while merging, not sent yet
+        while True:
+            item, held = (outbox.get(), held) if held is _NOTHING else (held, _NOTHING)
+            if item is None:
+                return
             if self._lost is not None:
                 continue  # the next call says what failed; nothing after it is sent
+            if item[0] == "write":
+                item, held = _merged(item, outbox)
             try:
-                message = item() if callable(item) else item
-            except AssayError as error:
-                self._lost = error
-                continue
-            except Exception as error:  # noqa: BLE001 - kept for the battery's next call
-                # Its kind only: what failed may have been reading a hidden case.
-                self._lost = WriterError(f"the run's registration could not be made "
-                                         f"({type(error).__name__})")
-                continue
-            try:
-                self.connection.send(message)
+                self.connection.send(item)
             except BaseException:  # noqa: BLE001 - kept for the battery's next call
                 self._lost = WriterError("the store's writer process went away")
 
@@ -212,6 +206,29 @@ class ProcessSink:
 
 
 _NOTHING = object()
+
+#: The most trials the sending thread puts in one batch when batches queue up.
+_MERGED = 5000
+
+
+def _merged(first: tuple[Any, ...],
+            outbox: queue.SimpleQueue[_Outgoing | None]) -> tuple[tuple[Any, ...], Any]:
+    """``first`` (a batch) with the batches of its run queued right behind it, and the
+    next item taken that is not one of them (``_NOTHING`` if the outbox ran out)."""
+    records: list[Any] = first[2]
+    while len(records) < _MERGED:
+        try:
+            after: Any = outbox.get_nowait()
+        except queue.Empty:
+            after = _NOTHING
+        if after is _NOTHING or type(after) is not tuple or after[0] != "write" \
+                or after[1] != first[1]:
+            return (first if records is first[2] else ("write", first[1], records)), after
+        if records is first[2]:
+            records = list(records)
+        records.extend(after[2])
+    return ("write", first[1], records), _NOTHING
+
 
 #: Writers told to stop (everything they were given is committed) and not waited for yet.
 _STOPPING: list[Any] = []
@@ -286,8 +303,7 @@ def _serve(connection: Connection, parents_end: Connection,
                     store.settle()  # type: ignore[union-attr]
             elif kind == "register":
                 holder = register_run(store, message[1], message[2])  # type: ignore[arg-type]
-                if message[3]:  # asked (a window's holder decides); else it is like a batch
-                    connection.send(("done", holder))
+                connection.send(("done", holder))
             elif kind == "seal":
                 _, run_id, columns, content, queue = message
                 connection.send(("done", seal_run(store, key, run_id, columns, content,  # type: ignore[arg-type]

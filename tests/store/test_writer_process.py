@@ -93,26 +93,32 @@ def test_a_stopped_writer_closes_its_store_before_the_command_exits(tmp_path: Pa
 
 def test_batches_queued_behind_a_busy_writer_go_as_one_in_order() -> None:
     """A writer that falls behind gets the batches that queued up as one (a transaction
-    and a look at the ledger each, whatever their size), never past another message,
-    another run's batch or the cap."""
-    import queue
+    and a look at the ledger each, whatever their size), in order, never another run's
+    with them, never more than a batch's worth; and a battery a whole batch ahead of the
+    writer waits for it."""
+    import threading
 
     from assay.store.runs import recorder_process as rp
 
-    outbox: queue.SimpleQueue = queue.SimpleQueue()
-    other = ("another kind", "r1")
-    for item in [("write", "r1", [3, 4]), ("write", "r1", [5]), other, ("write", "r1", [6]),
-                 ("write", "r2", [7])]:
-        outbox.put(item)
-    first = ("write", "r1", [1, 2])
-    merged, after = rp._merged(first, outbox)
-    assert merged == ("write", "r1", [1, 2, 3, 4, 5]) and after is other
-    assert first == ("write", "r1", [1, 2])  # the batch handed over is not changed
-    merged, after = rp._merged(outbox.get(), outbox)
-    assert merged == ("write", "r1", [6]) and after == ("write", "r2", [7])
-    merged, after = rp._merged(after, outbox)
-    assert merged == ("write", "r2", [7]) and after is rp._NOTHING
-    big = list(range(rp._MERGED))
-    outbox.put(("write", "r1", [0]))
-    merged, after = rp._merged(("write", "r1", big), outbox)
-    assert merged[2] is big and after is rp._NOTHING and outbox.get_nowait() == ("write", "r1", [0])
+    outbox = rp._Outbox()
+    for message in [("write", "r1", [1, 2]), ("write", "r1", [3]), ("write", "r2", [4]),
+                    ("write", "r1", [5])]:
+        outbox.put(message)
+    assert outbox.get() == ("write", "r1", [1, 2, 3])
+    assert outbox.get() == ("write", "r2", [4])
+    assert outbox.get() == ("write", "r1", [5])
+    outbox.put(("write", "r1", list(range(rp._QUEUED - 1))))
+    outbox.put(("write", "r1", [-1, -2]))  # past a batch's worth: a batch of its own
+    assert len(outbox.get()[2]) == rp._QUEUED - 1  # type: ignore[index]
+    full = rp._Outbox()
+    full.put(("write", "r1", list(range(rp._QUEUED))))
+    put = threading.Thread(target=full.put, args=(("write", "r1", [0]),))
+    put.start()
+    put.join(timeout=0.2)
+    assert put.is_alive()  # waits: the writer is a whole batch behind
+    assert len(full.get()[2]) == rp._QUEUED  # type: ignore[index]
+    put.join(timeout=10)
+    assert not put.is_alive()
+    full.close()
+    assert full.get() == ("write", "r1", [0])
+    assert full.get() is None

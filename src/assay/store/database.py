@@ -275,8 +275,9 @@ def _create_at_head(connection: Connection) -> None:
 
 
 #: How long a settled connection's log may grow before a commit checkpoints it (pages;
-#: SQLite's own default is 1,000): far more than a seal's report adds to it.
-SETTLED_CHECKPOINT_PAGES = 20_000
+#: SQLite's own default is 1,000): a few seals' reports, and what a busy writer leaves
+#: for its close to move.
+SETTLED_CHECKPOINT_PAGES = 4_000
 
 
 class Store:

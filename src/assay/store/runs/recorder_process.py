@@ -18,9 +18,9 @@ not (the battery does not wait for them). Each call is one transaction of
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import multiprocessing
-import queue
 import signal
 import threading
 from collections.abc import Sequence
@@ -32,9 +32,6 @@ from ...errors import AssayError, HarnessFailure, UsageError
 
 if TYPE_CHECKING:
     from .trials import Holder, TrialRecord
-
-#: What the sending thread is given: a batch's message.
-_Outgoing = tuple[Any, ...]
 
 
 class WriterError(HarnessFailure):
@@ -76,8 +73,8 @@ class ProcessSink:
         self.process = process
         self.connection = connection
         self.closed = False
-        #: Messages for the sending thread, in order (None ends it); made at the first batch.
-        self._outbox: queue.SimpleQueue[_Outgoing | None] | None = None
+        #: Batches for the sending thread, in order; made at the first one.
+        self._outbox: _Outbox | None = None
         self._sender: threading.Thread | None = None
         #: Why the sending thread stopped sending (the writer went away), raised on the
         #: battery's next call.
@@ -108,7 +105,7 @@ class ProcessSink:
     def _hand(self, message: tuple[Any, ...]) -> None:
         """Give the sending thread a message (the thread is started at the first)."""
         if self._outbox is None:
-            self._outbox = queue.SimpleQueue()
+            self._outbox = _Outbox()
             self._sender = threading.Thread(target=self._send_all, args=(self._outbox,),
                                             name="assay-record-sender", daemon=True)
             self._sender.start()
@@ -142,25 +139,14 @@ class ProcessSink:
         except (OSError, EOFError):
             raise WriterError("the store's writer process went away") from None
 
-    def _send_all(self, outbox: queue.SimpleQueue[_Outgoing | None]) -> None:
-        """The sending thread: each batch in order, until None (or the writer is gone).
-
-        Batches of one run that queued up while the writer was busy go as one (up to
-        ``_MERGED`` trials): a batch costs the writer a transaction and a look at the
-        ledger whatever its size, so a writer that falls behind gets larger batches
-        and catches up, and one that keeps up gets them small and soon.
-        """
-        held: Any = _NOTHING  # taken from the outbox while merging, not sent yet
-        while True:
-            item, held = (outbox.get(), held) if held is _NOTHING else (held, _NOTHING)
-            if item is None:
-                return
+    def _send_all(self, outbox: _Outbox) -> None:
+        """The sending thread: each batch in order, until the outbox is closed (or the
+        writer is gone: what is left is dropped, and the next call says so)."""
+        while (message := outbox.get()) is not None:
             if self._lost is not None:
-                continue  # the next call says what failed; nothing after it is sent
-            if item[0] == "write":
-                item, held = _merged(item, outbox)
+                continue
             try:
-                self.connection.send(item)
+                self.connection.send(message)
             except BaseException:  # noqa: BLE001 - kept for the battery's next call
                 self._lost = WriterError("the store's writer process went away")
 
@@ -168,7 +154,7 @@ class ProcessSink:
         """Every batch handed to the sending thread is sent (a call's message goes after
         them), or the writer went away."""
         if self._sender is not None and self._outbox is not None:
-            self._outbox.put(None)
+            self._outbox.close()
             self._sender.join()
             self._outbox = self._sender = None
         self._raise_lost()
@@ -207,27 +193,61 @@ class ProcessSink:
 
 _NOTHING = object()
 
-#: The most trials the sending thread puts in one batch when batches queue up.
-_MERGED = 5000
+#: The most trials waiting for the sending thread, and in one batch of those that queued
+#: up behind a busy writer: the recorder's own batch, so a battery holds no more of
+#: them than when it sent each batch itself.
+_QUEUED = 1000
 
 
-def _merged(first: tuple[Any, ...],
-            outbox: queue.SimpleQueue[_Outgoing | None]) -> tuple[tuple[Any, ...], Any]:
-    """``first`` (a batch) with the batches of its run queued right behind it, and the
-    next item taken that is not one of them (``_NOTHING`` if the outbox ran out)."""
-    records: list[Any] = first[2]
-    while len(records) < _MERGED:
-        try:
-            after: Any = outbox.get_nowait()
-        except queue.Empty:
-            after = _NOTHING
-        if after is _NOTHING or type(after) is not tuple or after[0] != "write" \
-                or after[1] != first[1]:
-            return (first if records is first[2] else ("write", first[1], records)), after
-        if records is first[2]:
-            records = list(records)
-        records.extend(after[2])
-    return ("write", first[1], records), _NOTHING
+class _Outbox:
+    """Batches waiting for the sending thread, those of one run that queued up behind a busy
+    writer joined into one.
+
+    A batch costs the writer a transaction and a look at the ledger whatever its
+    size: a writer that falls behind gets larger batches and catches up, one that
+    keeps up gets them small and soon. ``put`` waits while ``_QUEUED`` trials are
+    waiting already (the writer is a whole batch behind): the battery then waits
+    for the writer, as it did when it sent each batch itself.
+    """
+
+    def __init__(self) -> None:
+        self._ready = threading.Condition()
+        self._waiting: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._trials = 0
+        self._closed = False
+
+    def put(self, message: tuple[Any, ...]) -> None:
+        """Queue a batch (``("write", run_id, records)``), joined to the last if it can be."""
+        records = message[2]
+        with self._ready:
+            while self._trials >= _QUEUED and self._waiting:
+                self._ready.wait()
+            last = self._waiting[-1] if self._waiting else None
+            if last is not None and last[1] == message[1] \
+                    and len(last[2]) + len(records) <= _QUEUED:
+                last[2].extend(records)  # a list ``ProcessSink.write`` made for the outbox
+            else:
+                self._waiting.append(message)
+            self._trials += len(records)
+            self._ready.notify_all()
+
+    def get(self) -> tuple[Any, ...] | None:
+        """The oldest batch, once there is one; None once closed and empty."""
+        with self._ready:
+            while not self._waiting and not self._closed:
+                self._ready.wait()
+            if not self._waiting:
+                return None
+            message = self._waiting.popleft()
+            self._trials -= len(message[2])
+            self._ready.notify_all()
+            return message
+
+    def close(self) -> None:
+        """No more batches: ``get`` gives None once the rest is taken."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
 
 
 #: Writers told to stop (everything they were given is committed) and not waited for yet.
@@ -278,6 +298,7 @@ def _serve(connection: Connection, parents_end: Connection,
 
         key = signing_key(url)
         store = open_store(url)
+        store.settle()  # commits leave the log to idle moments from the first batch on
     except AssayError as error:
         failure = error
     while True:

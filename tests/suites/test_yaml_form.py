@@ -756,9 +756,11 @@ def test_a_number_no_record_can_hold_is_refused_at_its_line(
     assert (where != "suite") == ("case 'odd'" in str(error))
 
 
+@pytest.mark.parametrize("value", ["123456789012345678901234567890", "{CANARY-8f3: .inf}"])
 def test_a_hidden_case_with_such_a_number_is_refused_without_its_content(
-        write, refused) -> None:
-    write("evals/hidden/h.yaml", "id: CANARY-7e1\ninput: 123456789012345678901234567890\n"
+        write, refused, value: str) -> None:
+    """Past 2**53 (the digest refuses it) or an infinity (the model does, decision 0086)."""
+    write("evals/hidden/h.yaml", f"id: CANARY-7e1\ninput: {value}\n"
                                  "expect: [{equals: CANARY-7e2}]\n")
     path = write("evals/s.suite.yaml", "suite: t/num@1\nhidden: hidden/\ncases:\n"
                                        "  - id: ok\n    input: hi\n    expect: [{equals: hi}]\n")
@@ -812,14 +814,3 @@ def test_a_python_suites_nan_is_refused_at_its_line(tmp_path: Path) -> None:
         load_suite_file(path)
     assert caught.value.line == 3  # the case's: a Python case remembers where it was made
     assert "the argument of equals holds an infinity or a NaN" in caught.value.message
-
-
-def test_a_hidden_case_with_an_infinity_is_refused_without_its_content(
-        write, refused) -> None:
-    write("evals/hidden/h.yaml", "id: CANARY-8f1\ninput: {CANARY-8f3: .inf}\n"
-                                 "expect: [{equals: CANARY-8f2}]\n")
-    path = write("evals/s.suite.yaml", "suite: t/num@1\nhidden: hidden/\ncases:\n"
-                                       "  - id: ok\n    input: hi\n    expect: [{equals: hi}]\n")
-    error = str(refused(path))
-    assert "(details withheld: hidden case)" in error
-    assert "CANARY" not in error

@@ -159,11 +159,11 @@ def _suite_spilled(loaded: LoadedSuite) -> Spilled:
         kept = validated.kept_suite_json(key, loaded.digest)
         if kept is not None:
             stream, want = kept
-            with stream:
+            with stream, contextlib.suppress(OSError):  # unreadable: made again below
                 spilled = Spilled(iter(lambda: stream.read(1 << 20), b""), "assay-suite-")
-            if spilled.body.digest == want:
-                return spilled
-            spilled.close()  # damaged: made again below, and kept again
+                if spilled.body.digest == want:
+                    return spilled
+                spilled.close()  # damaged: made again below, and kept again
     spilled = spill_suite(loaded.suite)
     if key is not None:
         validated.keep_suite_json(key, loaded.digest, Path(spilled.body.path),

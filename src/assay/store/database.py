@@ -293,10 +293,12 @@ class Store:
 
     def settle(self) -> None:
         """Between writes, with nothing waiting: copy SQLite's write-ahead log into the
-        database now (a passive checkpoint, which waits for nobody), rather than in the
-        commit that happens to take the log past its thousand pages: the writer process
-        calls it while the battery runs, so that the seal's commit does not pay for the
-        whole run's log. A no-op on PostgreSQL; a checkpoint that cannot run is skipped."""
+        database now (a passive checkpoint, which waits for nobody), rather than in
+        whichever commit takes the log past its limit; and raise this connection's limit
+        from SQLite's 1,000 pages to ``SETTLED_CHECKPOINT_PAGES``. The writer process
+        calls it when it opens the store and whenever it is idle, so that the seal's
+        commit does not pay for the run's log (decision 0087). A no-op on PostgreSQL;
+        a checkpoint that cannot run is skipped."""
         if self.engine.dialect.name != "sqlite":
             return
         raw = self.engine.raw_connection()

@@ -286,10 +286,9 @@ def kept_suite_json(key: str, digest: str) -> tuple[IO[bytes], str] | None:
         stream = _stored_path(key, digest).open("rb")
     except OSError:
         return None
-    head = stream.readline(200)
     try:
-        want = orjson.loads(head)["sha256"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+        want = orjson.loads(stream.readline(200))["sha256"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
         stream.close()
         return None
     if not isinstance(want, str) or not want.startswith("sha256:"):

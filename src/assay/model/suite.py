@@ -38,16 +38,15 @@ def finite(value: Any, depth: int = 0) -> Any:
     """``value`` as it is, if no float in it (nested lists and mappings, keys too) is an
     infinity or a NaN; else ``ValueError``. Deep nesting is left to the digest, which
     refuses it anyway."""
-    kind = type(value)
-    if kind is float or isinstance(value, float):
+    if isinstance(value, float):
         if value - value != 0.0:
             raise ValueError(NOT_FINITE)
     elif depth < 256:
-        if kind is dict or isinstance(value, dict):
+        if isinstance(value, dict):
             for key, item in value.items():
                 finite(key, depth + 1)
                 finite(item, depth + 1)
-        elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple)):
             for item in value:
                 finite(item, depth + 1)
     return value

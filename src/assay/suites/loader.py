@@ -215,9 +215,9 @@ def load_suite_file(path: Path, hidden_root: Path | None = None) -> LoadedSuite:
 
 def _kept_under(loaded: LoadedSuite, key: str | None) -> LoadedSuite:
     """``loaded``, with the key its stored JSON may be kept under (``cache_key``): a YAML
-    suite's whose bytes were read, with no hidden case, where caches are kept."""
-    if key is not None and loaded.hidden_digest is None and cache.keeping() and \
-            not any(True for _ in loaded.suite.hidden_cases()):
+    suite's whose bytes were read, with no hidden case (no hidden-set digest), where
+    caches are kept."""
+    if key is not None and loaded.hidden_digest is None and cache.keeping():
         from dataclasses import replace
 
         return replace(loaded, cache_key=validated.key_of(key, loaded.path))

@@ -100,11 +100,8 @@ class ProcessSink:
         self._failed()
         # As plain tuples: a named tuple is pickled by a call of its class, seven times
         # the cost of its values (1.6 against 0.24 µs a trial); the writer names them again.
-        self._hand(("write", run_id, list(map(tuple, records))))
-
-    def _hand(self, message: tuple[Any, ...]) -> None:
-        """Give the sending thread a message (the thread is started at the first)."""
-        if self._outbox is None:
+        message = ("write", run_id, list(map(tuple, records)))
+        if self._outbox is None:  # the sending thread starts with the first batch
             self._outbox = _Outbox()
             self._sender = threading.Thread(target=self._send_all, args=(self._outbox,),
                                             name="assay-record-sender", daemon=True)
@@ -253,7 +250,7 @@ class _Outbox:
 #: Writers told to stop (everything they were given is committed) and not waited for yet.
 _STOPPING: list[Any] = []
 #: Whether ``_join_stopped`` is registered to run at exit (once).
-_EXIT_JOIN: list[bool] = []
+_exit_join = False
 
 
 def _join_later(process: Any) -> None:
@@ -265,9 +262,10 @@ def _join_later(process: Any) -> None:
     written meanwhile. Registered after multiprocessing's own exit handler, which
     would terminate a daemon child still running, so this one runs first.
     """
-    if not _EXIT_JOIN:
+    global _exit_join
+    if not _exit_join:
         atexit.register(_join_stopped)
-        _EXIT_JOIN.append(True)
+        _exit_join = True
     # Those that ended are let go (``exitcode`` reaps them): a long-lived process that
     # runs many batteries (the workbench, a test session) keeps no list of them.
     _STOPPING[:] = [waiting for waiting in _STOPPING if waiting.exitcode is None]

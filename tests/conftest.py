@@ -2,7 +2,10 @@
 
 import compileall
 import importlib.util
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
@@ -40,3 +43,28 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = importlib.util.find_spec("assay")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         compileall.compile_dir(folder, quiet=2)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_temp() -> Iterator[None]:
+    """Temporary files go in a folder of this session's own, removed when it ends.
+
+    Many tests kill a run on purpose (SIGKILL, ``os._exit``, a stopped
+    server), and a killed process cannot remove its temporary files: a
+    suite's stored JSON, a zygote's socket folder. In the session's folder
+    they go with it instead of piling up in ``/tmp`` run after run.
+    ``TMPDIR`` reaches the processes the tests start; ``tempfile.tempdir``
+    is reset so that this process asks again. The folder sits in the
+    machine's temporary folder, not under pytest's base folder: a Unix
+    socket's path (Chromium's, a zygote's) must stay under about 100
+    characters.
+    """
+    folder = tempfile.mkdtemp(prefix="assay-tests-")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TMPDIR", folder)
+    patch.setattr(tempfile, "tempdir", None)
+    try:
+        yield
+    finally:
+        patch.undo()
+        shutil.rmtree(folder, ignore_errors=True)

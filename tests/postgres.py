@@ -53,11 +53,17 @@ def _as_owner(args: list[str | Path]) -> list[str]:
     return prefix + [str(a) for a in args]
 
 
+#: The machine's temporary folder, read when this plugin loads, before the session's own.
+_SYSTEM_TEMP = tempfile.gettempdir()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A running throwaway cluster; yields its base URL (no database name)."""
     bin_dir = _bin_dir()
-    root = Path(tempfile.mkdtemp(prefix="assay-pg-"))
+    # In the machine's temporary folder: the server runs as ``postgres``, who cannot
+    # enter the session's own temporary folder (conftest._session_temp), made private.
+    root = Path(tempfile.mkdtemp(prefix="assay-pg-", dir=_SYSTEM_TEMP))
     data = root / "data"
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")

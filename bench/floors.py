@@ -29,10 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 from _measure import run_process  # noqa: E402
 from throughput import BenchError, default_assay_cmd, machine_info  # noqa: E402
-from user_run import FULL, SLEEP_L, _interpreter, fresh, write_suite  # noqa: E402
+from user_run import FULL, SLEEP_L, _interpreter, fresh, import_code, write_suite  # noqa: E402
 
 #: libyaml's events for a suite file, read and dropped: seconds of CPU.
 _EVENTS = """
@@ -109,10 +109,6 @@ def _phased(py: str, suite: Path, root: Path, extra: list[str],
     return run.wall_s, json.loads(out.read_text())
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median; default 3)")
@@ -146,27 +142,23 @@ def main(argv: list[str] | None = None) -> int:
                 walls[label].append(wall)
                 cpu[label].append(phases["cpu"].get("battery", 0.0) / n * 1e6)
                 modules = phases.get("modules", modules)
-        figures["run --no-store, wall s"] = _median(walls["off"])
-        figures["run, store on, wall s"] = _median(walls["on"])
-        figures["battery CPU per trial, --no-store, µs"] = _median(cpu["off"])
-        figures["battery CPU per trial, store on, µs"] = _median(cpu["on"])
+        figures["run --no-store, wall s"] = median(walls["off"])
+        figures["run, store on, wall s"] = median(walls["on"])
+        figures["battery CPU per trial, --no-store, µs"] = median(cpu["off"])
+        figures["battery CPU per trial, store on, µs"] = median(cpu["on"])
 
-        bare = _median([run_process([py, "-c", "pass"], env=env).wall_s
+        bare = median([run_process([py, "-c", "pass"], env=env).wall_s
                         for _ in range(max(args.repeat, 5))])
-        names = [m for m in modules if all(p.isidentifier() for p in m.split("."))
-                 and not m.startswith("bench_")]
-        code = (f"import importlib\nfor m in {names!r}:\n"
-                "    try: importlib.import_module(m)\n    except Exception: pass\n")
-        imported = _median([run_process([py, "-c", code], env=env).wall_s
+        imported = median([run_process([py, "-c", import_code(modules)], env=env).wall_s
                             for _ in range(args.repeat)])
         figures["python -c pass, wall s"] = bare
         figures["the run's imports, wall s"] = imported - bare
 
         for size, path in ((n, suite), (n_sleep, sleepy)):
             file = str(path)
-            figures[f"{size:,} cases: libyaml events, CPU s"] = _median(
+            figures[f"{size:,} cases: libyaml events, CPU s"] = median(
                 [_seconds(py, _EVENTS, file, env=env)[0] for _ in range(args.repeat)])
-            figures[f"{size:,} cases: read into case data, CPU s"] = _median(
+            figures[f"{size:,} cases: read into case data, CPU s"] = median(
                 [_seconds(py, _STREAM, file, env=env)[0] for _ in range(args.repeat)])
             bare_loads, kept, warm = [], [], []
             for _ in range(args.repeat):
@@ -177,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
                 first, again = _seconds(py, _LOAD, file, str(folder), env=env)
                 kept.append(first)
                 warm.append(again)
-            figures[f"{size:,} cases: first load, no .assay/, CPU s"] = _median(bare_loads)
-            figures[f"{size:,} cases: first load, caches written, CPU s"] = _median(kept)
-            figures[f"{size:,} cases: warm load, CPU s"] = _median(warm)
+            figures[f"{size:,} cases: first load, no .assay/, CPU s"] = median(bare_loads)
+            figures[f"{size:,} cases: first load, caches written, CPU s"] = median(kept)
+            figures[f"{size:,} cases: warm load, CPU s"] = median(warm)
 
         if args.sleep:
-            figures["python alone: 12,800 x 50 ms on 64 threads, wall s"] = _median(
+            figures["python alone: 12,800 x 50 ms on 64 threads, wall s"] = median(
                 [_seconds(py, _SLEEP, str(n_sleep), str(SLEEP_L), str(FULL.sleep_c),
                           env=env)[0] for _ in range(args.repeat)])
 

@@ -199,11 +199,8 @@ def importtime_total(py: str, modules: list[str], env: dict[str, str]) -> tuple[
     The modules are those the breakdown run's own process had imported at its
     end (not its writer's), so this is what the run spent importing.
     """
-    names = [m for m in modules if m.isidentifier() or all(p.isidentifier()
-                                                          for p in m.split("."))]
-    code = "import importlib\nfor m in %r:\n    try: importlib.import_module(m)\n" \
-           "    except Exception: pass\n" % [m for m in names if not m.startswith("bench_")]
-    run = run_process([py, "-X", "importtime", "-c", code], env=env, timeout_s=600)
+    run = run_process([py, "-X", "importtime", "-c", import_code(modules)], env=env,
+                      timeout_s=600)
     total_us, count = 0, 0
     for line in run.stderr.splitlines():
         match = re.match(r"import time:\s+(\d+) \|\s+\d+ \|", line)
@@ -211,6 +208,15 @@ def importtime_total(py: str, modules: list[str], env: dict[str, str]) -> tuple[
             total_us += int(match.group(1))
             count += 1
     return total_us / 1e6, count
+
+
+def import_code(modules: list[str]) -> str:
+    """Python that imports ``modules`` (a run's, as bench/_phases.py lists them) in turn,
+    leaving out the bench's own agent module and any name that is not a module path."""
+    names = [m for m in modules if all(p.isidentifier() for p in m.split("."))
+             and not m.startswith("bench_")]
+    return (f"import importlib\nfor m in {names!r}:\n"
+            "    try: importlib.import_module(m)\n    except Exception: pass\n")
 
 
 def breakdown(assay: list[str], suite: Path, root: Path, n: int,
